@@ -1,0 +1,24 @@
+#pragma once
+// One exception type for every user-facing failure: its message is a complete, one-line sentence
+// (what failed, naming the file / tensor / field), fit to print as is.
+#include <stdexcept>
+#include <string>
+
+namespace verbatim {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+// A request the caller got wrong (maps to HTTP 400); `param` names the offending field.
+class InvalidRequest : public Error {
+ public:
+  InvalidRequest(const std::string& msg, std::string param = "") : Error(msg), param_(std::move(param)) {}
+  const std::string& param() const { return param_; }
+
+ private:
+  std::string param_;
+};
+
+}  // namespace verbatim

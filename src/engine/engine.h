@@ -1,0 +1,97 @@
+#pragma once
+// The engine: requests in, tokens out. Single-threaded: whoever calls step() owns the running batch
+// (async_engine.h puts it on its own thread). No JSON, no HTTP, no GPU code here.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+
+namespace verbatim {
+
+struct SamplingParams {
+  float temperature = 1.0f;   // 0: greedy
+  float top_p = 1.0f;
+  int top_k = 0;              // 0 or -1: off
+  float min_p = 0.0f;
+  std::optional<uint64_t> seed;  // none: the engine's seed (--seed, default 0)
+  uint64_t stream = 0;        // choice index when one prompt asks for n > 1
+  int max_tokens = 16;
+  int min_tokens = 0;
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  int logprobs = -1;          // < 0: none; k >= 0: the chosen token's logprob and the top k
+  bool prompt_logprobs = false;  // logprob of every prompt token after the first (echo)
+};
+
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
+enum class FinishReason { None, Stop, Length, Abort };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", null for None
+
+struct EngineOptions {
+  int block_size = 16;
+  int num_kv_blocks = 0;            // 0: the backend's capacity
+  int max_num_seqs = 256;
+  int max_num_batched_tokens = 2048;
+  int max_model_len = 0;            // 0: the model's max_position_embeddings
+  bool enable_prefix_caching = true;
+  uint64_t seed = 0;
+  int max_waiting = 4096;           // queue bound: add() beyond it throws QueueFull
+};
+
+class QueueFull : public std::runtime_error {
+ public:
+  QueueFull() : std::runtime_error("the server's request queue is full; retry later") {}
+};
+
+struct RequestUpdate {
+  uint64_t id = 0;
+  std::vector<TokenLogprob> tokens;           // new tokens since the last update
+  std::vector<TokenLogprob> prompt_logprobs;  // once, when asked for: entries for prompt[1..]
+  bool finished = false;
+  FinishReason reason = FinishReason::None;
+  int num_prompt_tokens = 0;
+  int num_cached_tokens = 0;                  // prompt tokens served from the prefix cache
+};
+
+struct EngineStats {
+  int running = 0;
+  int waiting = 0;
+  int kv_blocks_total = 0;
+  int kv_blocks_used = 0;
+  uint64_t preemptions = 0;
+  uint64_t prefix_queries = 0;   // prompt tokens looked up in the prefix cache
+  uint64_t prefix_hits = 0;      // of those, tokens found
+  uint64_t prompt_tokens = 0;
+  uint64_t generation_tokens = 0;
+  uint64_t steps = 0;
+};
+
+class Engine {
+ public:
+  Engine(std::unique_ptr<Backend> backend, EngineOptions opts);
+  ~Engine();
+  // Validates and queues a request; returns its id. Throws InvalidRequest (bad prompt or params,
+  // prompt + max_tokens beyond max_model_len) or QueueFull.
+  uint64_t add(std::vector<int32_t> prompt, const SamplingParams& params);
+  void abort(uint64_t id);           // frees its blocks; its final update has reason Abort
+  std::vector<RequestUpdate> step(); // one scheduling step; empty when idle
+  bool has_work() const;
+  EngineStats stats() const;
+  void reset_prefix_cache();
+  const EngineOptions& options() const;
+  Backend& backend();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace verbatim

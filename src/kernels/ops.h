@@ -1,0 +1,63 @@
+#pragma once
+// The numeric contract (../../docs/numerics.md), one function per op: the CPU reference.
+// Activations are fp32 arrays whose values are already representable in the activation dtype
+// `act` (F32, BF16 or F16); every op rounds its output to `act` at the points listed in
+// docs/numerics.md. Each output element's reduction order depends only on its own row's shape
+// (K, head_dim, absolute position), never on how many rows share the call or on thread count.
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "model/weights.h"
+
+namespace verbatim::cpu {
+
+// Attention KV tile, in positions: tiles start at absolute positions that are multiples of it.
+// Shared with the CUDA backend so both reduce a row's keys in the same tiles.
+inline constexpr int kAttnTile = 64;
+
+// A weight matrix (or vector) in its storage dtype; F32 holds floats, BF16/F16 raw 16-bit values.
+using Mat = WeightRef;
+
+// y[m, n] = sum_k x[m, k] * W[n, k]   (x: [M, K], W: [N, K], y: [M, N]); fp32 accumulation, then
+// rounded to `act`. The sum over k runs in one fixed order chosen from K alone.
+void matmul(const float* x, int64_t M, const Mat& W, DType act, float* y);
+// Same, without rounding the output (the logits are returned in fp32).
+void matmul_f32out(const float* x, int64_t M, const Mat& W, float* y);
+
+// y = round(w * round(x / sqrt(mean(x^2) + eps))) per row of length D (as HF Qwen3RMSNorm).
+void rmsnorm(const float* x, int64_t M, int64_t D, const Mat& w, float eps, DType act, float* y);
+
+// Rotary embedding (HF "default" rope, rotate_half layout) on x: [T, num_heads, head_dim] in place.
+void rope(float* x, int64_t T, int num_heads, int head_dim, const int32_t* positions, double theta, DType act);
+
+// out[t, i] = round(round(silu(gate[t, i])) * up[t, i])   (gate, up, out: [T, D])
+void silu_mul(const float* gate, const float* up, int64_t T, int64_t D, DType act, float* out);
+
+// x[i] = round(x[i] + y[i])
+void add_inplace(float* x, const float* y, int64_t n, DType act);
+
+// Rows of the embedding table: out[t, :] = E[tokens[t], :] (as fp32).
+void embed(const Mat& E, const int32_t* tokens, int64_t T, float* out);
+
+// Paged KV cache of one layer: K and V, each [num_blocks, block_size, num_kv_heads, head_dim],
+// stored in `dtype` (F32 floats or BF16/F16 raw bits): exactly the bits a recompute writes.
+struct PagedKV {
+  DType dtype = DType::F32;
+  int block_size = 16;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  void* k = nullptr;
+  void* v = nullptr;
+};
+
+// Writes k, v ([T, num_kv_heads, head_dim]) to slots[t] = block * block_size + offset.
+void kv_write(PagedKV& kv, const float* k, const float* v, int64_t T, const int32_t* slots);
+
+// Causal attention over the paged cache. For token t (query q[t]: [num_heads, head_dim]) the keys
+// are positions 0..positions[t] of the sequence whose block table is block_tables[t]. Reduced in
+// tiles of kAttnTile positions at absolute offsets, online softmax merged in position order; the
+// probabilities are rounded to `act` before P·V. out: [T, num_heads, head_dim], rounded to `act`.
+void attention(const float* q, int64_t T, int num_heads, const PagedKV& kv, const int32_t* positions,
+               const int32_t* const* block_tables, float scale, DType act, float* out);
+
+}  // namespace verbatim::cpu
