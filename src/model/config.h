@@ -24,6 +24,7 @@ struct ModelConfig {
   DType dtype = DType::BF16;     // "dtype" (tf5) or "torch_dtype" (tf4)
   std::vector<int32_t> eos_token_ids;  // config.json, then generation_config.json; may be empty
   int32_t bos_token_id = -1;
+  double initializer_range = 0.02;  // written by make-model (the std of its random linear weights)
 
   // Reads DIR/config.json (and DIR/generation_config.json when present). Throws Error with a
   // one-line message naming the file and field on anything missing, malformed or unsupported.

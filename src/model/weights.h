@@ -49,6 +49,9 @@ struct ModelWeights {
   static ModelWeights load(const std::string& dir);
   // XXH3 digest of every tensor's name, dtype, shape and bytes, in a fixed order. Reads all weights.
   uint64_t digest() const;
+  // Every distinct tensor in a fixed order: embed, each layer's fields in declaration order,
+  // final_norm, then lm_head when untied (tied: lm_head aliases embed and is not listed again).
+  std::vector<const WeightRef*> tensors() const;
 };
 
 }  // namespace verbatim
