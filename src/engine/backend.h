@@ -34,6 +34,7 @@ struct SampleSpec {
   int32_t score_token = -1;  // >= 0: do not sample, report this token's logprob (prompt logprobs)
   int num_top_logprobs = 0;  // how many top alternatives to report (0: none)
   bool want_logprob = false; // report the chosen token's logprob
+  std::vector<int32_t> banned;  // never sampled (min_tokens masks eos/stop ids); logprobs unaffected
 };
 
 struct SampleResult {
@@ -58,6 +59,9 @@ class Backend {
   virtual DType dtype() const = 0;              // activation / KV dtype
   virtual std::string device_name() const = 0;  // "cpu", "NVIDIA H200 (sm_90)"
   virtual std::string kernel_config() const = 0;  // everything in the kernels that changes bits
+  // Memory the engine may give the KV cache when EngineOptions::num_kv_blocks is 0. The default
+  // (2 GiB) suits the CPU reference; a GPU backend may report what its device has free.
+  virtual size_t kv_budget_bytes() const { return size_t(2) << 30; }
 };
 
 }  // namespace verbatim
