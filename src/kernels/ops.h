@@ -4,7 +4,17 @@
 // `act` (F32, BF16 or F16); every op rounds its output to `act` at the points listed in
 // docs/numerics.md. Each output element's reduction order depends only on its own row's shape
 // (K, head_dim, absolute position), never on how many rows share the call or on thread count.
+//
+// The reduction orders (the CPU reference's bits; CUDA keeps the rounding points, not the bits):
+//  * dot over K (matmul, rmsnorm's sum of squares, attention scores): 16 fp32 lanes, lane l sums
+//    the products of k = l, l+16, l+32, ... in ascending k starting from +0; then the lanes are
+//    combined by the fixed halving tree t[l] += t[l+8] (l<8), t[l] += t[l+4] (l<4), t[l] += t[l+2],
+//    t[0] += t[1]. Products and sums are separate IEEE fp32 operations (no FMA).
+//  * attention, per (token, head): see attention() below.
+//  * exp is cpu::exp_f32 below (a fixed polynomial, not libm) so no libm version or CPU dispatch
+//    can change a bit.
 #include <cstdint>
+#include <string>
 
 #include "core/dtype.h"
 #include "model/weights.h"
@@ -57,7 +67,37 @@ void kv_write(PagedKV& kv, const float* k, const float* v, int64_t T, const int3
 // are positions 0..positions[t] of the sequence whose block table is block_tables[t]. Reduced in
 // tiles of kAttnTile positions at absolute offsets, online softmax merged in position order; the
 // probabilities are rounded to `act` before P·V. out: [T, num_heads, head_dim], rounded to `act`.
+// Head h reads kv head h / (num_heads / kv.num_kv_heads) (GQA). Exactly, per (token, head), with
+// m = -inf, l = 0, acc[d] = 0, and for each tile [t0, t0 + kAttnTile) ∩ [0, pos] in order:
+//   s_j = dot(q, k_j) * scale                    (dot in the order above)
+//   m' = max(m, max_j s_j);  a = (m == -inf) ? 0 : exp(m - m')
+//   p_j = round_act(exp(s_j - m'))               (probabilities rounded before P·V)
+//   l = l * a + (((p_0 + p_1) + p_2) + ...)      (tile sum from 0, ascending j)
+//   acc[d] = acc[d] * a + (((p_0 v_0[d] + p_1 v_1[d]) + ...)   (tile P·V from 0, ascending j)
+//   m = m'
+// out[d] = round_act(acc[d] / l). Prefill, chunked prefill and decode all run exactly this.
 void attention(const float* q, int64_t T, int num_heads, const PagedKV& kv, const int32_t* positions,
                const int32_t* const* block_tables, float scale, DType act, float* out);
+
+// exp(x) in fp32 by a fixed recipe (Cody-Waite reduction by ln 2, degree-6 polynomial, exact
+// power-of-two scaling); about 1 ulp, identical on every machine. Used by softmax and SiLU.
+float exp_f32(float x);
+
+// silu(x) = x / (1 + exp_f32(-x)), in fp32.
+float silu_f32(float x);
+
+// A string naming every kernel choice that changes bits ("cpu-ref-v1;lanes=16;..."), for the
+// system fingerprint. The instruction set and thread count are not in it: they change no bit.
+std::string kernel_config();
+
+namespace testing {
+// Which hot-loop variant runs: "avx512", "avx2" or "generic" (all compute the same bits; tests
+// prove it). Throws Error if the CPU lacks it. "" restores the automatic choice.
+void force_isa(const std::string& name);
+std::string isa_name();
+// TEST ONLY: when on, matmul with M > 1 sums K in reverse order, a deliberately batch-dependent
+// kernel. The invariance tests turn it on to prove they can detect a batch dependence.
+void set_batch_dependent_matmul(bool on);
+}  // namespace testing
 
 }  // namespace verbatim::cpu

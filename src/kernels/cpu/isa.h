@@ -1,0 +1,32 @@
+#pragma once
+// The per-instruction-set hot loops (isa_body.inc), chosen once at startup from the CPU's
+// features. Every variant computes the same bits (same lanes, same tree, no FMA); only the
+// register tiling differs, which never changes an element's reduction order.
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace verbatim::cpu {
+
+struct IsaKernels {
+  const char* name;
+  // y[m, n] (row stride ldy) for all m < M and n0 <= n < n1: x [M, K] (row stride K) times row n
+  // of W ([N, K], storage `wt`), reduced in the ops.h order; rounded to `act` if `round`.
+  void (*matmul_block)(const float* x, int64_t M, const void* W, DType wt, int64_t K, int64_t n0,
+                       int64_t n1, float* y, int64_t ldy, DType act, bool round);
+  // sum_k a[k] * b[k] in the ops.h order (16 lanes, fixed tree).
+  float (*dot)(const float* a, const float* b, int64_t K);
+  // y[i] = y[i] + a * x[i]
+  void (*axpy)(float a, const float* x, float* y, int64_t n);
+  // dst[i] = row[i] as fp32 (exact)
+  void (*to_f32)(DType t, const void* row, float* dst, int64_t n);
+};
+
+namespace isa_generic { extern const IsaKernels kernels; }
+namespace isa_avx2 { extern const IsaKernels kernels; }
+namespace isa_avx512 { extern const IsaKernels kernels; }
+
+// The variant in use: the best the CPU supports, unless a test forced one (ops.h testing).
+const IsaKernels& isa();
+
+}  // namespace verbatim::cpu
