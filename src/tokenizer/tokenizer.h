@@ -18,7 +18,9 @@ class Tokenizer {
   static bool exists(const std::string& dir);
   virtual ~Tokenizer() = default;
 
-  // Special tokens written in the text (e.g. "<|im_start|>") are matched as special tokens.
+  // Special tokens written in the text (e.g. "<|im_start|>") are matched as special tokens
+  // (HF add_special_tokens=False). Throws InvalidRequest if text is not valid UTF-8.
+  // Thread-safe: one loaded Tokenizer may encode/decode from many threads at once.
   virtual std::vector<int32_t> encode(const std::string& text) const = 0;
   // Invalid UTF-8 in the decoded bytes is replaced by U+FFFD, as HF does.
   virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const = 0;
@@ -50,7 +52,10 @@ struct ChatMessage {
 };
 
 // The Qwen3 chat template (tokenizer_config.json), rendered natively: system, multi-turn,
-// earlier assistant turns with their <think> part stripped, add_generation_prompt, enable_thinking.
+// earlier assistant turns with their <think> part stripped, tool results, add_generation_prompt,
+// enable_thinking (false appends "<think>\n\n</think>\n\n"). No `tools` list and no assistant
+// tool_calls. Roles other than system/user/assistant/tool render nothing, as in the template.
+// Throws InvalidRequest on an empty message list (HF's template fails on it too).
 std::string render_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt, bool enable_thinking);
 
 }  // namespace verbatim

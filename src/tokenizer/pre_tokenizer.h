@@ -1,0 +1,35 @@
+#pragma once
+// HF's Split pre-tokenizer (behavior "Isolated"): every regex match and every gap between matches
+// becomes its own piece. The pattern comes from tokenizer.json and is written for Oniguruma;
+// it runs on PCRE2 (UTF + UCP, JIT when available) after translate_oniguruma().
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace verbatim {
+
+// Rewrites the Oniguruma escapes whose meaning differs in PCRE2: \s (and \S) become the Oniguruma
+// Unicode whitespace set [\t-\r\x{85}\p{Z}] (PCRE2's own \s also takes U+180E). Throws Error on
+// a construct it cannot translate (\S inside a class).
+std::string translate_oniguruma(std::string_view pattern);
+
+class RegexSplitter {
+ public:
+  // `literal`: the pattern is a plain string (tokenizer.json {"String": ...}), not a regex.
+  RegexSplitter(const std::string& pattern, bool literal);
+  ~RegexSplitter();
+  RegexSplitter(const RegexSplitter&) = delete;
+  RegexSplitter& operator=(const RegexSplitter&) = delete;
+  // Appends the pieces of `text` (valid UTF-8) as views into it.
+  void split(std::string_view text, std::vector<std::string_view>& pieces) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Unicode NFC (utf8proc) of valid UTF-8 (ASCII text skips utf8proc: it is already NFC).
+std::string nfc(std::string_view text);
+
+}  // namespace verbatim

@@ -1,0 +1,276 @@
+// The Qwen3 tokenizer against HF ground truth (fixtures/tokenizer_cases.json), plus its edges:
+// added-token flags on a small hand-made tokenizer.json, loader errors, speed, thread safety.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/error.h"
+#include "support/paths.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace verbatim {
+namespace {
+using nlohmann::json;
+
+const Tokenizer& qwen() {
+  static const std::unique_ptr<Tokenizer> tok = Tokenizer::load(test::tokenizer_dir());
+  return *tok;
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+std::vector<int32_t> ids_of(const json& j) { return j.get<std::vector<int32_t>>(); }
+
+TEST(Tokenizer, MatchesEveryHfCase) {
+  const json cases = read_json(test::fixture("tokenizer_cases.json"));
+  ASSERT_GE(cases.size(), 70u);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const json& c = cases[i];
+    const std::string text = c["text"];
+    const std::vector<int32_t> ids = ids_of(c["ids"]);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + text.substr(0, 60));
+    EXPECT_EQ(qwen().encode(text), ids);
+    EXPECT_EQ(qwen().decode(ids), c["decoded"].get<std::string>());
+    EXPECT_EQ(qwen().decode(ids, true), c["decoded_skip_special"].get<std::string>());
+  }
+}
+
+TEST(Tokenizer, VocabFacts) {
+  const Tokenizer& t = qwen();
+  EXPECT_EQ(t.vocab_size(), 151643 + 26);
+  EXPECT_EQ(t.token_id("<|endoftext|>"), 151643);
+  EXPECT_EQ(t.token_id("<|im_start|>"), 151644);
+  EXPECT_EQ(t.token_id("<|im_end|>"), 151645);
+  EXPECT_EQ(t.token_id("<think>"), 151667);
+  EXPECT_EQ(t.token_id("Hello"), 9707);
+  EXPECT_EQ(t.token_id("Ġworld"), 1879);
+  EXPECT_FALSE(t.token_id("not a token at all").has_value());
+  EXPECT_EQ(t.token_text(1879), "Ġworld");
+  EXPECT_EQ(t.token_text(151645), "<|im_end|>");
+  EXPECT_EQ(t.token_text(-1), "");
+  EXPECT_EQ(t.token_text(151669), "");
+  const std::vector<uint8_t> world = t.token_bytes(1879);
+  EXPECT_EQ(std::string(world.begin(), world.end()), " world");
+  EXPECT_TRUE(t.token_bytes(1 << 30).empty());
+  EXPECT_TRUE(t.is_special(151644));
+  EXPECT_TRUE(t.is_special(151643));
+  EXPECT_FALSE(t.is_special(151667));  // <think> is an added token but not special
+  EXPECT_FALSE(t.is_special(9707));
+  EXPECT_EQ(t.eos_token_ids(), (std::vector<int32_t>{151645, 151643}));
+}
+
+TEST(Tokenizer, ByteLevelAlphabet) {
+  EXPECT_EQ(byte_level::char_of_byte(' '), U'Ġ');
+  EXPECT_EQ(byte_level::char_of_byte('\n'), U'Ċ');
+  EXPECT_EQ(byte_level::char_of_byte('a'), U'a');
+  for (int b = 0; b < 256; ++b) {
+    const std::string raw(1, static_cast<char>(b));
+    EXPECT_EQ(byte_level::to_bytes(byte_level::to_text(raw)), raw) << b;
+    EXPECT_TRUE(qwen().token_id(byte_level::to_text(raw)).has_value()) << b;
+  }
+}
+
+TEST(Tokenizer, DecodeRepairsInvalidUtf8LikeHf) {
+  const Tokenizer& t = qwen();
+  const int32_t e4 = *t.token_id(byte_level::to_text("\xE4"));   // lead byte of a 3-byte character
+  const int32_t b8 = *t.token_id(byte_level::to_text("\xB8"));   // a lone continuation byte
+  const int32_t a = *t.token_id("a");
+  EXPECT_EQ(t.decode({e4}), "\xEF\xBF\xBD");
+  EXPECT_EQ(t.decode({e4, a}), "\xEF\xBF\xBD" "a");
+  EXPECT_EQ(t.decode({b8, b8}), "\xEF\xBF\xBD\xEF\xBF\xBD");  // one U+FFFD per maximal subpart
+  EXPECT_EQ(t.decode({e4, b8}), "\xEF\xBF\xBD");              // truncated 2 of 3: one U+FFFD
+  const int32_t ad = *t.token_id(byte_level::to_text("\xAD"));
+  EXPECT_EQ(t.decode({e4, b8, ad}), "\xE4\xB8\xAD");          // 中 once complete
+  EXPECT_EQ(t.decode({a, -5, 99999999, a}), "aa");            // unknown ids are dropped
+  EXPECT_EQ(t.decode({151644, a, 151645}, true), "a");
+}
+
+TEST(Tokenizer, EncodeRejectsInvalidUtf8) {
+  EXPECT_THROW(qwen().encode("abc\xFF"), InvalidRequest);
+  EXPECT_THROW(qwen().encode("\xE4\xB8"), InvalidRequest);
+  EXPECT_NO_THROW(qwen().encode(std::string("nul\0inside", 10)));
+  EXPECT_EQ(qwen().decode(qwen().encode(std::string("nul\0inside", 10))), std::string("nul\0inside", 10));
+}
+
+TEST(Tokenizer, RoundTripsNfcText) {
+  const std::vector<std::string> texts = {
+      "plain ascii with  double  spaces\tand\ttabs\r\n", "ünïcödé ÄÖÜ ß straße", "e\xCC\x81" "cole",  // e + combining acute
+      "混合 text 和 中文 🙂 emoji", "<|im_start|>system\nYou are helpful.<|im_end|>", "    \n\n\t  x",
+      "<|im_start|><|im_start|><|im_end|>", "<think><think>", "<|im_start", "<|fim_prefix|>a<|fim_suffix|>b<|fim_middle|>"};
+  for (const std::string& s : texts) EXPECT_EQ(qwen().decode(qwen().encode(s)), nfc(s)) << s;
+  EXPECT_EQ(nfc("e\xCC\x81"), "\xC3\xA9");
+}
+
+TEST(Tokenizer, AddedTokensMatchLongestAndInsideWords) {
+  const Tokenizer& t = qwen();
+  // Special tokens match anywhere, even glued to words, and an unfinished one is plain text.
+  EXPECT_EQ(t.encode("x<|im_end|>y"), (std::vector<int32_t>{*t.token_id("x"), 151645, *t.token_id("y")}));
+  const std::vector<int32_t> partial = t.encode("<|im_end");
+  EXPECT_TRUE(std::find(partial.begin(), partial.end(), 151645) == partial.end());
+  // Decoding with skip_special keeps non-special added tokens.
+  EXPECT_EQ(t.decode(t.encode("<tool_call>x</tool_call><|endoftext|>"), true), "<tool_call>x</tool_call>");
+}
+
+TEST(Tokenizer, ConcurrentEncodesAgree) {
+  const json cases = read_json(test::fixture("tokenizer_cases.json"));
+  std::string all;
+  for (const json& c : cases) all += c["text"].get<std::string>() + "\n";
+  const std::vector<int32_t> expected = qwen().encode(all);
+  std::vector<std::vector<int32_t>> got(4);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < got.size(); ++k)
+    threads.emplace_back([&, k] { for (int r = 0; r < 5; ++r) got[k] = qwen().encode(all); });
+  for (auto& th : threads) th.join();
+  for (const auto& g : got) EXPECT_EQ(g, expected);
+}
+
+TEST(Tokenizer, EncodesAHundredKilobytesFast) {
+  // Varied text so the per-word cache cannot simply replay one sentence: code, prose, numbers, CJK.
+  const json cases = read_json(test::fixture("tokenizer_cases.json"));
+  std::string text;
+  uint64_t x = 88172645463325252ULL;
+  while (text.size() < 100 * 1024) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    text += cases[x % cases.size()]["text"].get<std::string>();
+    text += " v" + std::to_string(x % 1000003) + "_" + std::to_string(x >> 40) + "\n";
+  }
+  const auto fresh = Tokenizer::load(test::tokenizer_dir());  // cold word cache
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<int32_t> ids = fresh->encode(text);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[ speed    ] encoded %zu bytes -> %zu tokens in %.1f ms (%.1f MB/s, cold cache)\n", text.size(), ids.size(),
+              s * 1e3, text.size() / s / 1e6);
+  EXPECT_LT(s, 1.0);
+  EXPECT_EQ(fresh->decode(ids), nfc(text));
+}
+
+TEST(PreTokenizer, TranslatesOnigurumaWhitespace) {
+  EXPECT_EQ(translate_oniguruma("\\s+(?!\\S)"), "[\\t-\\r\\x{85}\\p{Z}]+(?![^\\t-\\r\\x{85}\\p{Z}])");
+  EXPECT_EQ(translate_oniguruma("[^\\s\\p{L}]"), "[^\\t-\\r\\x{85}\\p{Z}\\p{L}]");
+  EXPECT_EQ(translate_oniguruma("\\\\s"), "\\\\s");  // an escaped backslash followed by s
+  EXPECT_EQ(translate_oniguruma("[]\\s]"), "[]\\t-\\r\\x{85}\\p{Z}]");
+  EXPECT_THROW(translate_oniguruma("[\\S]"), Error);
+  // U+180E (Mongolian vowel separator) is Cf, not whitespace, for Oniguruma; PCRE2's \s takes it.
+  RegexSplitter ws("\\s+", false);
+  std::vector<std::string_view> pieces;
+  ws.split("a\xE1\xA0\x8E" "b c", pieces);
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_EQ(pieces[0], "a\xE1\xA0\x8E" "b");
+  EXPECT_EQ(pieces[1], " ");
+  EXPECT_EQ(pieces[2], "c");
+}
+
+// ---- a small hand-made tokenizer.json to exercise the added-token flags HF honours
+
+std::string write_tokenizer(const std::string& tag, const json& added, const json& normalizer = json{{"type", "NFC"}}) {
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_level::to_text(std::string(1, static_cast<char>(b)))] = b;
+  vocab["ab"] = 256;
+  vocab["Ġab"] = 257;
+  json tj = {
+      {"version", "1.0"},
+      {"added_tokens", added},
+      {"normalizer", normalizer},
+      {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", json::array({
+          {{"type", "Split"}, {"pattern", {{"Regex", " ?\\p{L}+|\\s+|[^\\s\\p{L}]+"}}}, {"behavior", "Isolated"}, {"invert", false}},
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}})}}},
+      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
+      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"vocab", vocab},
+                 {"merges", json::array({json::array({"a", "b"}), json::array({"Ġ", "ab"})})}}}};
+  const std::string dir = test::temp_dir("tok-" + tag);
+  std::ofstream(dir + "/tokenizer.json") << tj.dump();
+  return dir;
+}
+
+json added_token(int id, const std::string& content, bool lstrip, bool rstrip, bool single_word, bool normalized, bool special) {
+  return {{"id", id}, {"content", content}, {"lstrip", lstrip}, {"rstrip", rstrip}, {"single_word", single_word},
+          {"normalized", normalized}, {"special", special}};
+}
+
+TEST(AddedTokens, LstripRstripSingleWordNormalized) {
+  const std::string dir = write_tokenizer("flags", json::array({
+      added_token(300, "<L>", true, false, false, false, true), added_token(301, "<R>", false, true, false, false, true),
+      added_token(302, "[W]", false, false, true, false, false), added_token(303, "\xC3\xA9", false, false, false, true, false),
+      added_token(304, "<LL>", false, false, false, false, false)}));
+  const auto t = Tokenizer::load(dir);
+  const int32_t sp = ' ', a = 'a', b = 'b', x = 'x';
+  EXPECT_EQ(t->encode("ab"), (std::vector<int32_t>{256}));
+  EXPECT_EQ(t->encode(" ab"), (std::vector<int32_t>{257}));
+  // lstrip: the whitespace before the token is absorbed into it.
+  EXPECT_EQ(t->encode("ab  <L>ab"), (std::vector<int32_t>{256, 300, 256}));
+  // rstrip: the whitespace after it is absorbed.
+  EXPECT_EQ(t->encode("ab<R>  ab"), (std::vector<int32_t>{256, 301, 256}));
+  EXPECT_EQ(t->encode("ab <R> ab"), (std::vector<int32_t>{256, sp, 301, 256}));
+  // Longest match wins: <LL> over <L>.
+  EXPECT_EQ(t->encode("<LL>"), (std::vector<int32_t>{304}));
+  // single_word: only when not glued to a word character on either side.
+  EXPECT_EQ(t->encode("x [W] x"), (std::vector<int32_t>{x, sp, 302, sp, x}));
+  const std::vector<int32_t> glued = t->encode("x[W]");
+  EXPECT_TRUE(std::find(glued.begin(), glued.end(), 302) == glued.end());
+  // normalized=true: matched after NFC, so "e" + combining acute finds the precomposed token.
+  EXPECT_EQ(t->encode("e\xCC\x81"), (std::vector<int32_t>{303}));
+  EXPECT_EQ(t->encode("\xC3\xA9" "ab"), (std::vector<int32_t>{303, 256}));
+  // decode keeps the token's content; the stripped whitespace is gone, as in HF.
+  EXPECT_EQ(t->decode(t->encode("ab  <L>ab")), "ab<L>ab");
+  EXPECT_EQ(t->decode({300, a, b}, true), "ab");
+  EXPECT_EQ(t->decode({302, a}, true), "[W]a");
+  EXPECT_TRUE(t->eos_token_ids().empty());
+}
+
+// ---- loader errors name the file
+
+void expect_error_naming(const std::string& dir, const std::string& needle) {
+  try {
+    Tokenizer::load(dir);
+    ADD_FAILURE() << "no error for " << dir;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line: " << e.what();
+  }
+}
+
+TEST(TokenizerLoad, MissingFile) {
+  const std::string dir = test::temp_dir("tok-missing");
+  EXPECT_FALSE(Tokenizer::exists(dir));
+  expect_error_naming(dir, dir + "/tokenizer.json");
+  EXPECT_TRUE(Tokenizer::exists(test::tokenizer_dir()));
+}
+
+TEST(TokenizerLoad, MalformedFiles) {
+  const std::string dir = test::temp_dir("tok-bad");
+  const std::string path = dir + "/tokenizer.json";
+  std::ofstream(path) << "{\"model\": {\"type\": \"BPE\", \"vocab\": {";
+  expect_error_naming(dir, path);
+  std::ofstream(path) << "[1, 2, 3]";
+  expect_error_naming(dir, path);
+  std::ofstream(path) << "{\"version\": \"1.0\"}";
+  expect_error_naming(dir, "model");
+  std::ofstream(path) << R"({"model": {"type": "WordPiece", "vocab": {}}})";
+  expect_error_naming(dir, "WordPiece");
+  std::ofstream(path) << R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": [["a", "c"]]},
+      "pre_tokenizer": {"type": "ByteLevel"}, "decoder": {"type": "ByteLevel"}})";
+  expect_error_naming(dir, "model.merges[0]");
+  std::ofstream(path) << R"({"model": {"type": "BPE", "vocab": {"a": -3}, "merges": []}})";
+  expect_error_naming(dir, "out of range");
+  std::ofstream(path) << R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+      "pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "(unclosed"},
+      "behavior": "Isolated"}, {"type": "ByteLevel"}]}, "decoder": {"type": "ByteLevel"}})";
+  expect_error_naming(dir, "pattern");
+  // A valid tokenizer.json with a malformed tokenizer_config.json names the config file.
+  const std::string ok = write_tokenizer("cfg", json::array());
+  std::ofstream(ok + "/tokenizer_config.json") << "{not json";
+  expect_error_naming(ok, ok + "/tokenizer_config.json");
+}
+
+}  // namespace
+}  // namespace verbatim
