@@ -1,14 +1,21 @@
 // config.json parsing, the safetensors reader/writer, Qwen3 weight binding and their error paths.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <sys/wait.h>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "model/config.h"
+#include "model/default_model.h"
+#include "model/make_model.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
 #include "support/paths.h"
@@ -46,12 +53,29 @@ std::string error_of(F&& f) {
   return "";
 }
 
+// Every temporary folder of this binary, removed when the run ends (make-model writes ~40 MB each).
+std::vector<std::string>& temp_dirs() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+std::string temp_dir(const std::string& tag) {
+  temp_dirs().push_back(test::temp_dir(tag));
+  return temp_dirs().back();
+}
+struct RemoveTempDirs : ::testing::Environment {
+  void TearDown() override {
+    std::error_code ec;
+    for (const std::string& d : temp_dirs()) fs::remove_all(d, ec);
+  }
+};
+const auto* const remove_temp_dirs = ::testing::AddGlobalTestEnvironment(new RemoveTempDirs);
+
 #define EXPECT_HAS(msg, part) EXPECT_NE(std::string(msg).find(part), std::string::npos) << "message: " << (msg)
 
 json tied_config() { return json::parse(read_text(test::fixture("qwen3-tiny-tied/config.json"))); }
 
 std::string dir_with_config(const std::string& tag, const json& cfg) {
-  std::string d = test::temp_dir(tag);
+  std::string d = temp_dir(tag);
   write_text(d + "/config.json", cfg.dump(2));
   return d;
 }
@@ -189,7 +213,7 @@ TEST(ModelConfig, MissingAndIllTypedFieldsNameFileAndField) {
 }
 
 TEST(ModelConfig, MissingOrBrokenFile) {
-  std::string d = test::temp_dir("cfg-none");
+  std::string d = temp_dir("cfg-none");
   EXPECT_HAS(error_of([&] { ModelConfig::load(d); }), d + "/config.json: cannot open");
   write_text(d + "/config.json", "{ not json");
   EXPECT_HAS(error_of([&] { ModelConfig::load(d); }), d + "/config.json: not valid JSON");
@@ -200,7 +224,7 @@ TEST(ModelConfig, ToJsonRoundTrips) {
   c.eos_token_ids = {151645, 151643};
   c.bos_token_id = 151643;
   c.dtype = DType::F16;
-  std::string d = test::temp_dir("cfg-rt");
+  std::string d = temp_dir("cfg-rt");
   write_text(d + "/config.json", c.to_json());
   ModelConfig r = ModelConfig::load(d);
   EXPECT_EQ(r.hidden_size, c.hidden_size);
@@ -234,7 +258,7 @@ TEST(Safetensors, WriterReproducesHFFileByteForByte) {
     SafetensorsFile f(src);
     std::vector<TensorData> all;
     for (const TensorInfo& t : f.tensors()) all.push_back({{t.name, t.dtype, t.shape}, bytes_of(t)});
-    std::string out = test::temp_dir("st-hf") + "/copy.safetensors";
+    std::string out = temp_dir("st-hf") + "/copy.safetensors";
     if (f.metadata().empty()) {
       std::vector<TensorSpec> specs;
       for (auto& t : all) specs.push_back(t.spec);
@@ -260,7 +284,7 @@ TEST(Safetensors, RoundTripAllDtypes) {
   add("d.i32", StDType::I32, {5});
   add("e.i64", StDType::I64, {1, 3});
   add("z.empty", StDType::F32, {0, 4});
-  std::string path = test::temp_dir("st-rt") + "/x.safetensors";
+  std::string path = temp_dir("st-rt") + "/x.safetensors";
   write_safetensors(path, ts);
   const std::string raw = read_text(path);
   uint64_t n = 0;
@@ -295,7 +319,7 @@ void write_raw(const std::string& path, uint64_t header_len, const std::string& 
 }
 
 TEST(Safetensors, MalformedFilesAreErrorsNamingFileAndTensor) {
-  const std::string d = test::temp_dir("st-bad");
+  const std::string d = temp_dir("st-bad");
   const std::string p = d + "/bad.safetensors";
   auto open_error = [&] { return error_of([&] { SafetensorsFile f(p); }); };
   auto hdr = [](const std::string& body) { return std::string("{") + body + "}"; };
@@ -397,7 +421,7 @@ TEST(ModelWeights, DigestDependsOnEveryByte) {
   EXPECT_EQ(tied, ModelWeights::load(test::fixture("qwen3-tiny-tied")).digest());
   EXPECT_NE(tied, ModelWeights::load(test::fixture("qwen3-tiny-untied")).digest());
   // Flip one bit of the last tensor: a different digest.
-  std::string d = test::temp_dir("digest");
+  std::string d = temp_dir("digest");
   fs::copy_file(test::fixture("qwen3-tiny-tied/config.json"), d + "/config.json");
   std::string raw = read_text(test::fixture("qwen3-tiny-tied/model.safetensors"));
   raw[raw.size() - 1] ^= 1;
@@ -408,7 +432,7 @@ TEST(ModelWeights, DigestDependsOnEveryByte) {
 // A copy of a fixture checkpoint with its tensors edited by `edit` before being written back.
 std::string edited_fixture(const std::string& tag, const std::string& fx,
                            const std::function<void(std::vector<TensorData>&)>& edit) {
-  std::string d = test::temp_dir(tag);
+  std::string d = temp_dir(tag);
   fs::copy_file(test::fixture(fx + "/config.json"), d + "/config.json");
   SafetensorsFile f(test::fixture(fx + "/model.safetensors"));
   std::vector<TensorData> all;
@@ -461,7 +485,7 @@ TEST(ModelWeights, BadCheckpointsAreErrorsNamingFileAndTensor) {
 
   // Truncated: every cut point gives an Error, never a crash.
   std::string raw = read_text(test::fixture("qwen3-tiny-tied/model.safetensors"));
-  d = test::temp_dir("w-trunc");
+  d = temp_dir("w-trunc");
   fs::copy_file(test::fixture("qwen3-tiny-tied/config.json"), d + "/config.json");
   for (size_t cut : {size_t(0), size_t(5), size_t(8), size_t(100), size_t(2496), raw.size() / 2, raw.size() - 1}) {
     write_text(d + "/model.safetensors", raw.substr(0, cut));
@@ -478,7 +502,7 @@ TEST(ModelWeights, BadCheckpointsAreErrorsNamingFileAndTensor) {
   write_text(d + "/config.json", cfg.dump());
   EXPECT_HAS(error_of([&] { ModelWeights::load(d); }), "MistralForCausalLM");
 
-  d = test::temp_dir("w-empty");
+  d = temp_dir("w-empty");
   fs::copy_file(test::fixture("qwen3-tiny-tied/config.json"), d + "/config.json");
   EXPECT_HAS(error_of([&] { ModelWeights::load(d); }), d + ": no model.safetensors or model.safetensors.index.json");
   EXPECT_HAS(error_of([&] { ModelWeights::load(d + "/nowhere"); }), d + "/nowhere");
@@ -486,7 +510,7 @@ TEST(ModelWeights, BadCheckpointsAreErrorsNamingFileAndTensor) {
 
 // A sharded copy of the tied fixture: tensors split over two shards by the index.
 std::string sharded_fixture(const std::string& tag, std::map<std::string, std::string>* weight_map_out = nullptr) {
-  std::string d = test::temp_dir(tag);
+  std::string d = temp_dir(tag);
   fs::copy_file(test::fixture("qwen3-tiny-tied/config.json"), d + "/config.json");
   SafetensorsFile f(test::fixture("qwen3-tiny-tied/model.safetensors"));
   std::vector<TensorData> a, b;
@@ -539,7 +563,7 @@ TEST(ModelWeights, IndexMayNotLeaveTheFolder) {
   EXPECT_HAS(msg, index + ": tensor '" + victim + "'");
   EXPECT_HAS(msg, "relative path");
   // A symlink inside the folder that points outside it.
-  std::string outside = test::temp_dir("w-escape-outside");
+  std::string outside = temp_dir("w-escape-outside");
   fs::copy_file(d + "/model-00001-of-00002.safetensors", outside + "/stolen.safetensors");
   fs::create_symlink(outside + "/stolen.safetensors", d + "/link.safetensors");
   msg = with_shard("link.safetensors");
@@ -556,6 +580,254 @@ TEST(ModelWeights, IndexMayNotLeaveTheFolder) {
   m[victim] = "inside.safetensors";
   write_safetensors_index(index, 0, m);
   EXPECT_EQ(ModelWeights::load(d).final_norm.cols, 64);
+}
+
+// ---------------------------------------------------------------------------------------------
+// make-model
+
+MakeModelResult make(const std::string& dir, const std::string& arch, uint64_t seed, DType dt = DType::BF16,
+                     int threads = 0, uint64_t shard = 4ull << 30) {
+  MakeModelOptions o;
+  o.arch = arch;
+  o.seed = seed;
+  o.dtype = dt;
+  o.out_dir = dir;
+  o.copy_tokenizer = false;
+  o.threads = threads;
+  o.max_shard_bytes = shard;
+  return make_model(o);
+}
+
+TEST(MakeModel, RandomNormalsAreStandardNormal) {
+  double sum = 0, sq = 0;
+  int beyond3 = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    double z = random_normal(42, 7, uint64_t(i));
+    sum += z;
+    sq += z * z;
+    beyond3 += std::abs(z) > 3;
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.01);
+  EXPECT_NEAR(std::sqrt(sq / n), 1.0, 0.01);
+  EXPECT_NEAR(double(beyond3) / n, 0.0027, 0.001);  // real tails, not a bounded approximation
+  EXPECT_NE(random_normal(42, 7, 0), random_normal(43, 7, 0));
+  EXPECT_NE(random_normal(42, 7, 0), random_normal(42, 8, 0));
+  EXPECT_NE(random_normal(42, 7, 0), random_normal(42, 7, 1));
+}
+
+TEST(MakeModel, ArchConfigsAreTheRealQwen3Shapes) {
+  ModelConfig c = arch_config("qwen3-0.6b", DType::BF16);
+  EXPECT_EQ(c.hidden_size, 1024);
+  EXPECT_EQ(c.intermediate_size, 3072);
+  EXPECT_EQ(c.num_layers, 28);
+  EXPECT_EQ(c.num_heads, 16);
+  EXPECT_EQ(c.num_kv_heads, 8);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  c = arch_config("qwen3-8b", DType::F16);
+  EXPECT_EQ(c.hidden_size, 4096);
+  EXPECT_EQ(c.intermediate_size, 12288);
+  EXPECT_EQ(c.num_layers, 36);
+  EXPECT_EQ(c.num_heads, 32);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.dtype, DType::F16);
+  for (const std::string& a : known_archs()) {
+    ModelConfig k = arch_config(a, DType::BF16);
+    EXPECT_EQ(k.vocab_size, 151936) << a;
+    EXPECT_EQ(k.rope_theta, 1e6) << a;
+    EXPECT_EQ(k.eos_token_ids, std::vector<int32_t>{151645}) << a;
+  }
+  std::string msg = error_of([] { arch_config("qwen3-70b", DType::BF16); });
+  EXPECT_HAS(msg, "unknown arch 'qwen3-70b'");
+  EXPECT_HAS(msg, "qwen3-0.6b");
+}
+
+TEST(MakeModel, TinyIsDeterministicAcrossThreadsAndSeedDependent) {
+  const std::string a = temp_dir("mm-a"), b = temp_dir("mm-b"), c = temp_dir("mm-c");
+  MakeModelResult r = make(a, "tiny", 0, DType::BF16, 1);
+  make(b, "tiny", 0, DType::BF16, 3);
+  make(c, "tiny", 1, DType::BF16, 2);
+  EXPECT_EQ(r.weight_files, std::vector<std::string>{"model.safetensors"});
+  ModelWeights wa = ModelWeights::load(a);
+  EXPECT_EQ(wa.config.vocab_size, 151936);
+  EXPECT_EQ(wa.config.hidden_size, 128);
+  EXPECT_EQ(wa.config.num_layers, 4);
+  EXPECT_EQ(wa.config.head_dim, 32);
+  EXPECT_EQ(wa.config.num_kv_heads, 2);
+  EXPECT_EQ(wa.config.eos_token_ids, (std::vector<int32_t>{151645, 151643}));  // + generation_config.json
+  EXPECT_EQ(wa.layers[3].q_proj.rows, 128);
+  EXPECT_EQ(wa.lm_head.data, wa.embed.data);
+  EXPECT_EQ(read_text(a + "/model.safetensors"), read_text(b + "/model.safetensors"));
+  const uint64_t da = wa.digest();
+  EXPECT_EQ(da, ModelWeights::load(b).digest());
+  EXPECT_NE(da, ModelWeights::load(c).digest());
+  // Pinned: the generator uses only IEEE basic operations, so these bits hold on every machine.
+  // (If this changes on purpose, the default model changes too: bump default-tiny-v1.)
+  EXPECT_EQ(hex64(da), "6de3e7e69ad67b81");
+
+  // Values: linear weights N(0, 0.1), norm weights 1 + 0.2 N(0, 1).
+  auto stats = [](const WeightRef& w) {
+    const uint16_t* p = static_cast<const uint16_t*>(w.data);
+    const int64_t n = w.rows * w.cols;
+    double s = 0, q = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double x = bf16_to_f32(p[i]);
+      s += x;
+      q += x * x;
+    }
+    double mean = s / double(n);
+    return std::pair{mean, std::sqrt(q / double(n) - mean * mean)};
+  };
+  auto [em, es] = stats(wa.embed);
+  EXPECT_NEAR(em, 0.0, 0.001);
+  EXPECT_NEAR(es, 0.1, 0.002);
+  auto [gm, gs] = stats(wa.layers[0].gate_proj);
+  EXPECT_NEAR(gs, 0.1, 0.003);
+  auto [nm, ns] = stats(wa.layers[1].input_norm);
+  EXPECT_NEAR(nm, 1.0, 0.06);
+  EXPECT_NEAR(ns, 0.2, 0.05);
+}
+
+TEST(MakeModel, DtypesHoldTheSameValues) {
+  const std::string a = temp_dir("mm-bf16"), f = temp_dir("mm-f32"), h = temp_dir("mm-f16");
+  make(a, "tiny", 5, DType::BF16);
+  make(f, "tiny", 5, DType::F32);
+  make(h, "tiny", 5, DType::F16);
+  ModelWeights wa = ModelWeights::load(a), wf = ModelWeights::load(f), wh = ModelWeights::load(h);
+  EXPECT_EQ(wf.config.dtype, DType::F32);
+  EXPECT_EQ(wh.config.dtype, DType::F16);
+  EXPECT_EQ(wf.embed.dtype, DType::F32);
+  EXPECT_NE(wa.digest(), wf.digest());  // the dtype is part of the digest
+  // Each dtype stores the same float, rounded: bf16(f32 value) == the bf16 file's bits.
+  auto* pf = static_cast<const float*>(wf.layers[2].down_proj.data);
+  auto* pa = static_cast<const uint16_t*>(wa.layers[2].down_proj.data);
+  auto* ph = static_cast<const uint16_t*>(wh.layers[2].down_proj.data);
+  for (int64_t i = 0; i < wf.layers[2].down_proj.rows * wf.layers[2].down_proj.cols; ++i) {
+    ASSERT_EQ(pa[i], f32_to_bf16(pf[i])) << i;
+    ASSERT_EQ(ph[i], f32_to_f16(pf[i])) << i;
+  }
+}
+
+TEST(MakeModel, ShardedEqualsSingleFile) {
+  const std::string one = temp_dir("mm-one"), many = temp_dir("mm-many");
+  make(one, "tiny", 9);
+  MakeModelResult r = make(many, "tiny", 9, DType::BF16, 0, 1u << 20);  // 1 MB shards: the 39 MB embedding alone, then layers
+  ASSERT_GT(r.weight_files.size(), 2u);
+  const std::string n = std::to_string(r.weight_files.size());
+  EXPECT_EQ(r.weight_files[0], "model-00001-of-0000" + n + ".safetensors");
+  EXPECT_FALSE(fs::exists(many + "/model.safetensors"));
+  json index = json::parse(read_text(many + "/model.safetensors.index.json"));
+  EXPECT_EQ(index["metadata"]["total_size"].get<uint64_t>(), r.weight_bytes);
+  EXPECT_EQ(index["weight_map"]["model.embed_tokens.weight"], "model-00001-of-0000" + n + ".safetensors");
+  EXPECT_EQ(index["weight_map"]["model.norm.weight"], r.weight_files.back());
+  ModelWeights s = ModelWeights::load(many), u = ModelWeights::load(one);
+  EXPECT_TRUE(s.checkpoint->sharded());
+  EXPECT_EQ(s.digest(), u.digest());
+  // Writing a single-file model over the sharded folder removes the old shards and index.
+  make(many, "tiny", 9);
+  EXPECT_FALSE(fs::exists(many + "/model.safetensors.index.json"));
+  EXPECT_FALSE(fs::exists(many + "/" + r.weight_files[0]));
+  EXPECT_EQ(ModelWeights::load(many).digest(), u.digest());
+}
+
+TEST(MakeModel, CopiesTheTokenizer) {
+  const std::string d = temp_dir("mm-tok");
+  MakeModelOptions o;
+  o.arch = "tiny";
+  o.out_dir = d;
+  o.tokenizer_dir = test::tokenizer_dir();
+  MakeModelResult r = make_model(o);
+  EXPECT_TRUE(r.tokenizer_copied);
+  EXPECT_TRUE(r.warning.empty());
+  EXPECT_EQ(read_text(d + "/tokenizer.json"), read_text(test::tokenizer_dir() + "/tokenizer.json"));
+  EXPECT_EQ(read_text(d + "/tokenizer_config.json"), read_text(test::tokenizer_dir() + "/tokenizer_config.json"));
+  o.tokenizer_dir = temp_dir("mm-notok");
+  EXPECT_HAS(error_of([&] { make_model(o); }), o.tokenizer_dir + ": no tokenizer.json");
+}
+
+// Sets an environment variable for one scope.
+struct ScopedEnv {
+  std::string name, old;
+  bool had;
+  ScopedEnv(const char* n, const std::string& v) : name(n) {
+    const char* o = std::getenv(n);
+    had = o != nullptr;
+    if (had) old = o;
+    setenv(n, v.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had)
+      setenv(name.c_str(), old.c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
+};
+
+TEST(DefaultModel, CreatedOnceAtomicallyWithTokenizer) {
+  const std::string home = temp_dir("default-home");
+  ScopedEnv env("VERBATIM_HOME", home);
+  std::string p1, p2;
+  std::thread t1([&] { p1 = ensure_default_model(); });
+  std::thread t2([&] { p2 = ensure_default_model(); });
+  t1.join();
+  t2.join();
+  EXPECT_EQ(p1, home + "/default-tiny-v1");
+  EXPECT_EQ(p1, p2);
+  EXPECT_TRUE(fs::exists(p1 + "/tokenizer.json"));
+  int entries = 0;
+  for (auto& e : fs::directory_iterator(home)) entries += 1 + 0 * e.path().empty();
+  EXPECT_EQ(entries, 1);  // no temporary folder left behind
+  const std::string ref = temp_dir("default-ref");
+  make(ref, "tiny", 0);
+  EXPECT_EQ(ModelWeights::load(p1).digest(), ModelWeights::load(ref).digest());
+  EXPECT_EQ(ensure_default_model(), p1);  // second use: the same folder
+
+  ScopedEnv env2("VERBATIM_HOME", temp_dir("default-home2"));
+  ScopedEnv env3("VERBATIM_TOKENIZER_DIR", temp_dir("default-notok"));
+  EXPECT_HAS(error_of([] { ensure_default_model(); }), "run scripts/deps.sh");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real binary
+
+struct RunResult {
+  int rc;
+  std::string out, err;
+};
+
+RunResult run_binary(const std::string& args, const std::string& tag) {
+  const std::string d = temp_dir(tag);
+  const std::string cmd = test::binary() + " " + args + " >" + d + "/out 2>" + d + "/err";
+  int st = std::system(cmd.c_str());
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_text(d + "/out"), read_text(d + "/err")};
+}
+
+TEST(MakeModelCli, WritesALoadableModel) {
+  ASSERT_TRUE(fs::exists(test::binary())) << test::binary();
+  const std::string d = temp_dir("cli-mm") + "/model";
+  RunResult r = run_binary("make-model --arch tiny --seed 3 --dtype float16 --out " + d, "cli-mm-run");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  ModelWeights w = ModelWeights::load(d);
+  EXPECT_EQ(w.config.dtype, DType::F16);
+  EXPECT_TRUE(fs::exists(d + "/tokenizer.json"));
+  EXPECT_HAS(r.out, "weights digest " + hex64(w.digest()));
+  const std::string ref = temp_dir("cli-mm-ref");
+  make(ref, "tiny", 3, DType::F16);
+  EXPECT_EQ(w.digest(), ModelWeights::load(ref).digest());
+}
+
+TEST(MakeModelCli, BadArgumentsFailWithOneLine) {
+  ASSERT_TRUE(fs::exists(test::binary())) << test::binary();
+  const std::string d = temp_dir("cli-bad");
+  RunResult r = run_binary("make-model --arch qwen9 --out " + d + "/m", "cli-bad-run");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.err, "verbatim: unknown arch 'qwen9' (choose one of: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, tiny)\n");
+  EXPECT_FALSE(fs::exists(d + "/m"));
+  r = run_binary("make-model --arch tiny --dtype int4 --out " + d + "/m", "cli-bad-run2");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_HAS(r.err, "unknown --dtype 'int4'");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
 }  // namespace
