@@ -1,0 +1,59 @@
+// `verbatim serve [MODEL_DIR]`: the OpenAI-compatible server, with vLLM's option names.
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+
+#include "cli/commands.h"
+#include "server/server.h"
+
+namespace verbatim::cli {
+namespace {
+
+Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
+  auto o = std::make_shared<server::ServeOptions>();
+  auto& rt = o->runtime;
+  auto& e = rt.engine;
+  CLI::App* sub = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  sub->add_option("model_dir", rt.model_dir, "Checkpoint folder (default: the embedded default model)");
+  sub->add_option("--model", rt.model_dir, "Same as MODEL_DIR");
+  sub->add_option("--host", o->host, "Address to listen on")->capture_default_str();
+  sub->add_option("--port", o->port, "Port (0: any free port, printed at startup)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  sub->add_option("--device", rt.device, "cpu (or cuda, cuda:N in CUDA builds)")->capture_default_str();
+  sub->add_option("--dtype", rt.dtype, "auto|bfloat16|float16|float32")->capture_default_str();
+  sub->add_option("--max-model-len", e.max_model_len, "Context length (default: the model's)")
+      ->check(CLI::Range(1, 1 << 24));
+  sub->add_option("--max-num-seqs", e.max_num_seqs, "Most sequences in one step")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  sub->add_option("--max-num-batched-tokens", e.max_num_batched_tokens, "Most tokens in one step (chunked prefill)")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  sub->add_option("--block-size", e.block_size, "Tokens per KV-cache block")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  sub->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", e.enable_prefix_caching,
+                "Reuse the K/V of prompt prefixes seen before (default on)");
+  sub->add_option("--seed", e.seed, "Seed of requests that name none")->capture_default_str();
+  sub->add_option("--served-model-name", rt.served_model_name, "Model name in the API (default: MODEL_DIR)");
+  sub->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on /v1/* (or $VERBATIM_API_KEY)");
+  sub->add_option("--num-kv-blocks", e.num_kv_blocks, "KV-cache capacity in blocks (default: sized by the engine)")
+      ->check(CLI::Range(1, 1 << 30));
+  sub->add_option("--max-queue-len", e.max_waiting, "Waiting requests beyond which new ones get 503")
+      ->check(CLI::Range(1, 1 << 30))
+      ->capture_default_str();
+  sub->add_option("--generation-config", rt.generation_config,
+                  "auto: sampling defaults from generation_config.json; vllm: OpenAI's defaults")
+      ->check(CLI::IsMember({"auto", "vllm"}))
+      ->capture_default_str();
+  sub->add_option("--status-interval", o->status_interval_s, "Seconds between status lines while busy (0: off)")
+      ->capture_default_str();
+  return [o] {
+    if (o->api_key.empty())
+      if (const char* k = std::getenv("VERBATIM_API_KEY")) o->api_key = k;
+    return server::serve(*o);
+  };
+});
+
+}  // namespace
+}  // namespace verbatim::cli

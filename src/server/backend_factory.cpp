@@ -1,0 +1,57 @@
+#include "server/backend_factory.h"
+
+#include "core/error.h"
+#include "engine/cpu_backend.h"
+#include "model/config.h"
+#ifdef VERBATIM_HAVE_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
+
+namespace verbatim::server {
+
+DeviceSpec parse_device(const std::string& device) {
+  DeviceSpec d;
+  if (device == "cpu") {
+    d.kind = "cpu";
+    return d;
+  }
+  if (device == "cuda" || device.rfind("cuda:", 0) == 0) {
+#ifndef VERBATIM_HAVE_CUDA
+    throw Error("--device " + device + ": this verbatim was built without CUDA (nvcc was not found at build time)");
+#endif
+    d.kind = "cuda";
+    if (device.size() > 5) {
+      std::string idx = device.substr(5);
+      if (idx.empty() || idx.size() > 3 || idx.find_first_not_of("0123456789") != std::string::npos)
+        throw Error("--device " + device + ": expected cuda or cuda:N");
+      d.index = std::stoi(idx);
+    }
+    return d;
+  }
+  throw Error("--device " + device + ": expected cpu, cuda or cuda:N");
+}
+
+DType resolve_dtype(const std::string& dtype, const std::string& model_dir) {
+  if (dtype == "auto") return ModelConfig::load(model_dir).dtype;
+  return parse_dtype(dtype);
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& model_dir, DType dtype,
+                                      BackendOptions options) {
+  DeviceSpec d = parse_device(device);
+  if (d.kind == "cpu") return make_cpu_backend(model_dir, dtype);
+#ifdef VERBATIM_HAVE_CUDA
+  if (d.kind == "cuda") {
+    if (options.kernels != "contract" && options.kernels != "fast")
+      throw Error("--mode " + options.kernels + ": expected contract or fast");
+    CudaOptions co;
+    co.device = d.index;
+    co.fast = options.kernels == "fast";
+    co.gpu_memory_utilization = options.gpu_memory_utilization;
+    return make_cuda_backend(model_dir, dtype, co);
+  }
+#endif
+  throw Error("--device " + device + ": no backend for this device in this build");
+}
+
+}  // namespace verbatim::server

@@ -1,0 +1,201 @@
+// POST /v1/completions and /v1/chat/completions: parse, submit every choice to the engine thread,
+// then either wait for all of them (one JSON answer) or stream SSE chunks as updates arrive.
+// The engine's callbacks only queue updates here; all text, stop-string and JSON work happens on
+// the HTTP thread, so the engine thread never waits for a client.
+#include <httplib.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <set>
+
+#include "core/error.h"
+#include "server/job.h"
+#include "server/peer_watch.h"
+#include "server/server_state.h"
+
+namespace verbatim::server {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(100);  // how often a silent client is checked
+
+// Updates handed from the engine thread to the HTTP thread.
+struct Mailbox {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<size_t, RequestUpdate>> updates;  // (choice, update)
+};
+
+class GenerationRun {
+ public:
+  GenerationRun(ServerState& st, Job job, ResponseMeta meta, PeerWatch watch, Clock::time_point arrival)
+      : st_(st), engine_(*st.rt->async_engine), job_(std::move(job)), meta_(std::move(meta)), watch_(watch),
+        arrival_(arrival), mailbox_(std::make_shared<Mailbox>()), last_token_(job_.choices().size()) {
+    ++st_.in_flight;
+  }
+  ~GenerationRun() {
+    abort_unfinished();
+    --st_.in_flight;
+  }
+
+  // Submits every choice; on failure aborts those already submitted and rethrows.
+  void submit() {
+    auto& choices = job_.choices();
+    for (size_t i = 0; i < choices.size(); ++i) {
+      auto box = mailbox_;
+      auto cb = [box, i](const RequestUpdate& u) {
+        std::lock_guard l(box->mu);
+        box->updates.emplace_back(i, u);
+        box->cv.notify_one();
+      };
+      try {
+        choices[i].engine_id = engine_.submit(job_.prompts()[choices[i].prompt].ids, job_.params(choices[i]), cb);
+        submitted_ = i + 1;
+      } catch (...) {
+        abort_unfinished();
+        throw;
+      }
+    }
+  }
+
+  enum class Pump { Progress, Idle, Gone };
+  // Waits up to kPollInterval for updates and applies them; SSE events go to `sse` when given.
+  Pump pump(std::vector<std::string>* sse) {
+    std::deque<std::pair<size_t, RequestUpdate>> batch;
+    {
+      std::unique_lock l(mailbox_->mu);
+      mailbox_->cv.wait_for(l, kPollInterval, [&] { return !mailbox_->updates.empty(); });
+      batch.swap(mailbox_->updates);
+    }
+    if (watch_.gone()) return Pump::Gone;
+    if (batch.empty()) return Pump::Idle;
+    for (auto& [i, u] : batch) apply(i, u, sse);
+    return Pump::Progress;
+  }
+
+  bool done() const { return job_.all_finished(); }
+  const std::string& error() const { return error_; }
+  Job& job() { return job_; }
+  const ResponseMeta& meta() const { return meta_; }
+
+  void abort_unfinished() {
+    for (size_t i = 0; i < submitted_; ++i) {
+      auto& c = job_.choices()[i];
+      if (!aborted_.count(i) && !(c.state.finished() && !c.state.needs_abort())) {
+        engine_.abort(c.engine_id);
+        aborted_.insert(i);
+      }
+    }
+  }
+
+ private:
+  void apply(size_t i, const RequestUpdate& u, std::vector<std::string>* sse) {
+    auto& c = job_.choices()[i];
+    if (!u.error.empty() && error_.empty()) error_ = u.error;
+    bool was_finished = c.state.finished();
+    ChoiceState::Delta d = c.state.apply(u);
+    auto now = Clock::now();
+    if (d.num_tokens > 0) {
+      std::chrono::duration<double> since = now - (last_token_[i] ? *last_token_[i] : arrival_);
+      if (!last_token_[i]) st_.metrics->observe_ttft(since.count());
+      else st_.metrics->observe_inter_token(since.count());
+      last_token_[i] = now;
+    }
+    if (c.state.needs_abort()) {  // a stop string ended it: free its KV now
+      engine_.abort(c.engine_id);
+      aborted_.insert(i);
+      c.state.engine_done();
+    }
+    if (d.finished && !was_finished) {
+      const char* r = finish_reason_string(c.state.finish_reason());
+      st_.metrics->request_finished(r ? r : "abort");
+      if (job_.all_finished()) st_.metrics->observe_e2e(std::chrono::duration<double>(now - arrival_).count());
+    }
+    if (sse)
+      for (const json& j : job_.chunks(meta_, c, d)) sse->push_back(event(j));
+  }
+
+ public:
+  static std::string event(const json& j) {
+    return "data: " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+  }
+
+ private:
+  ServerState& st_;
+  AsyncEngine& engine_;
+  Job job_;
+  ResponseMeta meta_;
+  PeerWatch watch_;
+  Clock::time_point arrival_;
+  std::shared_ptr<Mailbox> mailbox_;
+  std::vector<std::optional<Clock::time_point>> last_token_;
+  size_t submitted_ = 0;
+  std::set<size_t> aborted_;
+  std::string error_;
+};
+
+}  // namespace
+
+void handle_generation(ServerState& st, const httplib::Request& req, httplib::Response& res, bool chat) {
+  auto arrival = Clock::now();
+  Runtime& rt = st.runtime();
+  json body = parse_body(req.body);
+  st.check_model(body);
+  Job job = chat ? Job::chat(parse_chat_request(body, rt.defaults), rt.limits)
+                 : Job::completion(parse_completion_request(body, rt.defaults), rt.limits);
+  ResponseMeta meta{st.new_id(chat ? "chatcmpl-" : "cmpl-"), Runtime::now(), rt.model_name, rt.fingerprint};
+  auto run = std::make_shared<GenerationRun>(st, std::move(job), meta,
+                                             PeerWatch(req.local_addr, req.local_port, req.remote_addr, req.remote_port),
+                                             arrival);
+  try {
+    run->submit();
+  } catch (const QueueFull& e) {
+    throw HttpError(503, e.what());
+  } catch (const ShuttingDown& e) {
+    throw HttpError(503, e.what());
+  }
+
+  if (!run->job().request().stream) {
+    while (!run->done()) {
+      if (run->pump(nullptr) == GenerationRun::Pump::Gone) {
+        run->abort_unfinished();  // nobody will read the answer
+        return;
+      }
+    }
+    if (!run->error().empty()) throw HttpError(500, "the engine failed this request: " + run->error());
+    send_json(res, run->job().response(run->meta()));
+    return;
+  }
+
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  auto closed = std::make_shared<bool>(false);
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [run, closed](size_t, httplib::DataSink& sink) {
+        if (*closed) return false;
+        std::vector<std::string> events;
+        auto r = run->pump(&events);
+        for (const auto& e : events)
+          if (!sink.write(e.data(), e.size())) return false;  // the client is gone: cancel
+        if (r == GenerationRun::Pump::Gone) return false;
+        if (run->done()) {
+          std::string tail;
+          if (!run->error().empty())
+            tail += GenerationRun::event(error_json(500, "the engine failed this request: " + run->error()));
+          if (run->job().request().include_usage)
+            tail += GenerationRun::event(usage_chunk(run->meta(), run->job().chunk_object(), run->job().usage()));
+          tail += "data: [DONE]\n\n";
+          if (!sink.write(tail.data(), tail.size())) return false;
+          *closed = true;
+          sink.done();
+        }
+        return true;
+      },
+      [run](bool success) {
+        if (!success) run->abort_unfinished();  // disconnect mid-stream: free its blocks
+      });
+}
+
+}  // namespace verbatim::server

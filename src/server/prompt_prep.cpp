@@ -1,0 +1,103 @@
+#include "server/prompt_prep.h"
+
+#include "core/error.h"
+
+namespace verbatim::server {
+namespace {
+
+void check_ids(const std::vector<int32_t>& ids, const ModelLimits& m, const char* param) {
+  for (int32_t id : ids)
+    if (id < 0 || id >= m.vocab_size)
+      throw InvalidRequest("token id " + std::to_string(id) + " in '" + param + "' is outside the vocabulary (0.." +
+                               std::to_string(m.vocab_size - 1) + ")",
+                           param);
+}
+
+// vLLM's wording, so clients that parse it keep working.
+void check_length(size_t prompt_len, int max_tokens, const ModelLimits& m, const char* param, const char* where) {
+  if (m.max_model_len <= 0) return;
+  if (prompt_len >= size_t(m.max_model_len))
+    throw InvalidRequest("This model's maximum context length is " + std::to_string(m.max_model_len) +
+                             " tokens. However, your prompt is " + std::to_string(prompt_len) +
+                             " tokens long, which leaves no room for a completion. Please shorten the prompt.",
+                         param);
+  if (prompt_len + size_t(max_tokens) > size_t(m.max_model_len))
+    throw InvalidRequest("This model's maximum context length is " + std::to_string(m.max_model_len) +
+                             " tokens. However, you requested " + std::to_string(prompt_len + max_tokens) +
+                             " tokens (" + std::to_string(prompt_len) + " in the " + where + ", " +
+                             std::to_string(max_tokens) +
+                             " in the completion). Please reduce the length of the " + where + " or completion.",
+                         "max_tokens");
+}
+
+const Tokenizer& need_tokenizer(const ModelLimits& m, const char* param, const char* what) {
+  if (!m.tokenizer)
+    throw InvalidRequest(std::string("this model folder has no tokenizer files, so ") + what +
+                             " cannot be used; send token ids instead",
+                         param);
+  return *m.tokenizer;
+}
+
+}  // namespace
+
+void check_against_model(const GenerationRequest& r, const ModelLimits& m) {
+  check_ids(r.params.stop_token_ids, m, "stop_token_ids");
+  if (!r.stop.empty()) need_tokenizer(m, "stop", "stop strings");
+}
+
+std::vector<PreparedPrompt> prepare_completion_prompts(const CompletionRequest& r, const ModelLimits& m) {
+  check_against_model(r, m);
+  std::vector<PreparedPrompt> out;
+  for (const PromptInput& p : r.prompts) {
+    PreparedPrompt pp;
+    if (p.text) {
+      pp.ids = need_tokenizer(m, "prompt", "text prompts").encode(*p.text);
+      pp.text = *p.text;
+    } else {
+      pp.ids = p.ids;
+      check_ids(pp.ids, m, "prompt");
+      if (m.tokenizer && r.echo) pp.text = m.tokenizer->decode(pp.ids, r.skip_special_tokens);
+    }
+    if (pp.ids.empty()) throw InvalidRequest("'prompt' must not be empty (it has no tokens)", "prompt");
+    check_length(pp.ids.size(), *r.max_tokens, m, "prompt", "prompt");
+    out.push_back(std::move(pp));
+  }
+  return out;
+}
+
+PreparedPrompt prepare_chat_prompt(ChatRequest& r, const ModelLimits& m) {
+  check_against_model(r, m);
+  const Tokenizer& tok = need_tokenizer(m, "messages", "chat messages");
+  PreparedPrompt pp;
+  pp.text = render_chat(r.messages, r.add_generation_prompt, r.enable_thinking);
+  pp.ids = tok.encode(*pp.text);
+  if (pp.ids.empty()) throw InvalidRequest("'messages' render to an empty prompt", "messages");
+  if (!r.max_tokens) {  // vLLM's chat default: whatever the context has left
+    if (m.max_model_len > 0 && pp.ids.size() >= size_t(m.max_model_len)) check_length(pp.ids.size(), 1, m, "messages", "messages");
+    r.max_tokens = m.max_model_len > 0 ? m.max_model_len - int(pp.ids.size()) : 16;
+    r.params.max_tokens = *r.max_tokens;
+    if (r.params.min_tokens > *r.max_tokens)
+      throw InvalidRequest("'min_tokens' is more than the context leaves for the completion", "min_tokens");
+  }
+  check_length(pp.ids.size(), *r.max_tokens, m, "messages", "messages");
+  return pp;
+}
+
+SamplingParams choice_params(const GenerationRequest& r, int choice) {
+  SamplingParams p = r.params;
+  p.stream = uint64_t(choice);
+  if (r.max_tokens) p.max_tokens = *r.max_tokens;
+  return p;
+}
+
+ChoiceConfig choice_config(const GenerationRequest& r, const ModelLimits& m) {
+  ChoiceConfig c;
+  c.stop = r.stop;
+  c.stop_token_ids = r.params.stop_token_ids;
+  c.include_stop_str_in_output = r.include_stop_str_in_output;
+  c.skip_special_tokens = r.skip_special_tokens;
+  c.want_logprobs = r.params.logprobs >= 0;
+  return c;
+}
+
+}  // namespace verbatim::server

@@ -1,0 +1,300 @@
+// `verbatim serve`: routes, auth, errors, lifecycle (bind, load, serve, drain on SIGTERM) and the
+// periodic status line.
+#include "server/server.h"
+
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "model/config.h"
+#include "server/server_state.h"
+
+namespace verbatim::server {
+namespace {
+
+void log_line(const std::string& s) {
+  std::fprintf(stderr, "verbatim serve: %s\n", s.c_str());
+  std::fflush(stderr);
+}
+
+class HttpServer : public httplib::Server {
+ public:
+  // Debian's library is built with CPPHTTPLIB_LISTEN_BACKLOG 5: with dozens of clients connecting
+  // at once most SYNs would be dropped and retried a second later. Linux takes a second listen()
+  // on a listening socket as a new backlog.
+  void raise_backlog(int n) { ::listen(svr_sock_, n); }
+  // Graceful stop. httplib's stop() also cuts every chunked (SSE) response short, so instead the
+  // listening socket is shut down: accept() fails, the accept loop closes it and ends, and the
+  // worker pool is joined once every in-flight request has been answered in full.
+  void stop_accepting() { ::shutdown(svr_sock_, SHUT_RDWR); }
+};
+
+template <class F>
+httplib::Server::Handler guarded(ServerState& st, F f) {
+  return [&st, f](const httplib::Request& req, httplib::Response& res) {
+    try {
+      f(req, res);
+    } catch (const InvalidRequest& e) {
+      send_error(st, res, 400, e.what(), e.param());
+    } catch (const HttpError& e) {
+      send_error(st, res, e.status, e.what(), e.param);
+    } catch (const QueueFull& e) {
+      send_error(st, res, 503, e.what());
+    } catch (const ShuttingDown& e) {
+      send_error(st, res, 503, e.what());
+    } catch (const std::exception& e) {
+      log_line(std::string("internal error on ") + req.method + " " + req.path + ": " + e.what());
+      send_error(st, res, 500, std::string("internal error: ") + e.what());
+    }
+  };
+}
+
+bool is_known_route(const std::string& path) {
+  for (const char* p : {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/version", "/metrics",
+                        "/tokenize", "/detokenize", "/tokenizer_info", "/reset_prefix_cache"})
+    if (path == p) return true;
+  return false;
+}
+
+std::string url_of(const std::string& host, int port) {
+  std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return "http://" + h + ":" + std::to_string(port);
+}
+
+void register_routes(HttpServer& svr, ServerState& st) {
+  svr.Get("/health", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
+    if (!st.ready) throw HttpError(503, "the model is still loading");
+    res.status = 200;
+  }));
+  svr.Get("/version", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
+    send_json(res, version_json(st));
+  }));
+  svr.Get("/v1/models", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
+    send_json(res, models_json(st));
+  }));
+  svr.Get(R"(/v1/models/(.+))", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
+    json all = models_json(st);
+    if (req.matches[1] != all["data"][0]["id"].get<std::string>())
+      throw HttpError(404, "The model `" + excerpt(req.matches[1]) + "` does not exist.", "model");
+    send_json(res, all["data"][0]);
+  }));
+  svr.Get("/metrics", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
+    Runtime& rt = st.runtime();
+    res.set_content(st.metrics->render(rt.async_engine->stats()), "text/plain; version=0.0.4; charset=utf-8");
+  }));
+  svr.Post("/tokenize", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, tokenize_json(st, parse_body(req.body)));
+  }));
+  svr.Post("/detokenize", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, detokenize_json(st, parse_body(req.body)));
+  }));
+  svr.Get("/tokenizer_info", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
+    send_json(res, tokenizer_info_json(st));
+  }));
+  svr.Post("/reset_prefix_cache", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
+    st.runtime().async_engine->reset_prefix_cache();
+    res.status = 200;
+  }));
+  svr.Post("/v1/completions", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(st, req, res, false);
+  }));
+  svr.Post("/v1/chat/completions", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(st, req, res, true);
+  }));
+
+  // --api-key guards the OpenAI routes (/v1/*), as vLLM's does; health, metrics, version stay open.
+  svr.set_pre_routing_handler([&st](const httplib::Request& req, httplib::Response& res) {
+    const std::string& key = st.opts.api_key;
+    if (key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    if (req.get_header_value("Authorization") == "Bearer " + key) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(st, res, 401, "Incorrect or missing API key: send the header 'Authorization: Bearer <key>'");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Unrouted requests (404 / 405) and httplib's own refusals (413, 400) get OpenAI error JSON.
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([&st](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404 && is_known_route(req.path)) {
+      send_error(st, res, 405, "Method Not Allowed: " + req.method + " " + excerpt(req.path));
+    } else if (res.status == 404) {
+      send_error(st, res, 404, "Not Found: " + req.method + " " + excerpt(req.path));
+    } else {
+      send_error(st, res, res.status,
+                 res.status == 413 ? std::string("the request body is larger than 64 MiB")
+                                   : "the request was refused (HTTP " + std::to_string(res.status) + ")");
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  svr.set_exception_handler([&st](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    send_error(st, res, 500, "internal error");
+  });
+}
+
+// One line every interval while there is work: what runs, what waits, KV use, prefix hits, speed.
+class StatusReporter {
+ public:
+  StatusReporter(ServerState& st, double interval_s) : st_(st), interval_(interval_s) {
+    if (interval_s > 0) thread_ = std::thread([this] { run(); });
+  }
+  ~StatusReporter() {
+    {
+      std::lock_guard l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run() {
+    EngineStats last{};
+    auto last_t = Clock::now();
+    std::unique_lock l(mu_);
+    while (!cv_.wait_for(l, std::chrono::duration<double>(interval_), [&] { return stop_; })) {
+      if (!st_.ready) continue;
+      EngineStats s = st_.rt->async_engine->stats();
+      auto t = Clock::now();
+      double dt = std::chrono::duration<double>(t - last_t).count();
+      bool busy = s.running + s.waiting > 0 || s.generation_tokens != last.generation_tokens ||
+                  s.prompt_tokens != last.prompt_tokens;
+      if (busy && dt > 0) {
+        uint64_t q = s.prefix_queries - last.prefix_queries, h = s.prefix_hits - last.prefix_hits;
+        char buf[512];
+        std::snprintf(buf, sizeof buf,
+                      "status: %d running, %d waiting, KV %.1f%% used, prefix cache hit rate %.1f%%, "
+                      "prompt %.1f tok/s, generation %.1f tok/s, %llu preemptions",
+                      s.running, s.waiting, s.kv_blocks_total ? 100.0 * s.kv_blocks_used / s.kv_blocks_total : 0.0,
+                      q ? 100.0 * double(h) / double(q) : 0.0, double(s.prompt_tokens - last.prompt_tokens) / dt,
+                      double(s.generation_tokens - last.generation_tokens) / dt,
+                      static_cast<unsigned long long>(s.preemptions));
+        log_line(buf);
+      }
+      last = s;
+      last_t = t;
+    }
+  }
+
+  ServerState& st_;
+  double interval_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+Runtime& ServerState::runtime() const {
+  if (!ready) throw HttpError(503, "the model is still loading; retry when /health answers 200");
+  return *rt;
+}
+
+std::string ServerState::new_id(const char* prefix) {
+  static const uint64_t salt = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
+  uint64_t n = next_request++;
+  return prefix + hex64(hash_combine(salt, n)) + hex64(hash_combine(n, salt));
+}
+
+void ServerState::check_model(const json& body) const {
+  auto it = body.find("model");
+  if (it == body.end() || !it->is_string()) return;
+  const std::string& m = it->get_ref<const std::string&>();
+  if (!m.empty() && m != runtime().model_name)
+    throw HttpError(404, "The model `" + excerpt(m) + "` does not exist.", "model");
+}
+
+void send_json(httplib::Response& res, const json& j, int status) {
+  res.status = status;
+  res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void send_error(ServerState& st, httplib::Response& res, int status, const std::string& msg, const std::string& param) {
+  if (st.metrics) st.metrics->http_error(status);
+  send_json(res, error_json(status, msg, param), status);
+}
+
+int serve(const ServeOptions& o) {
+  // Signals go to the main thread's sigwait only: block them before any thread starts.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that hung up must cost a failed write, not the process
+
+  ServerState st;
+  st.opts = o;
+  st.opts.runtime.async = true;
+  st.started_at = Runtime::now();
+  if (!o.runtime.model_dir.empty()) ModelConfig::load(o.runtime.model_dir);  // fail fast on a bad folder
+
+  HttpServer svr;
+  int threads = o.http_threads > 0 ? o.http_threads : std::max(128, o.runtime.engine.max_num_seqs + 32);
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  svr.set_keep_alive_max_count(100000);
+  svr.set_keep_alive_timeout(5);
+  svr.set_payload_max_length(size_t(64) << 20);
+  svr.set_read_timeout(30);
+  svr.set_write_timeout(30);
+  register_routes(svr, st);
+
+  int port = o.port;
+  if (port == 0) port = svr.bind_to_any_port(o.host);
+  else if (!svr.bind_to_port(o.host, port)) port = -1;
+  if (port <= 0) {
+    log_line("cannot listen on " + url_of(o.host, o.port) + " (in use, or not an address of this machine)");
+    return 1;
+  }
+  svr.raise_backlog(4096);
+  const std::string url = url_of(o.host, port);
+  log_line("listening on " + url + " (loading the model; /health answers 503 until it is ready)");
+  std::thread http([&svr] { svr.listen_after_bind(); });
+
+  std::string load_error;
+  std::thread loader([&] {
+    try {
+      st.rt = std::make_unique<Runtime>(Runtime::load(st.opts.runtime));
+      st.metrics = std::make_unique<Metrics>(st.rt->model_name);
+      log_line(st.rt->describe());
+      if (!st.rt->defaults.from_model.empty()) {
+        std::string f;
+        for (const auto& k : st.rt->defaults.from_model) f += (f.empty() ? "" : ", ") + k;
+        log_line("sampling defaults from the model's generation_config.json: " + f +
+                 " (--generation-config vllm ignores them)");
+      }
+      st.ready = true;
+      log_line("ready at " + url + " (OpenAI API under " + url + "/v1)");
+    } catch (const std::exception& e) {
+      load_error = e.what();
+      kill(getpid(), SIGTERM);  // wakes the sigwait below
+    }
+  });
+
+  StatusReporter reporter(st, o.status_interval_s);
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  loader.join();
+  if (!load_error.empty()) {
+    log_line("error: " + load_error);
+    svr.stop();
+    http.join();
+    return 1;
+  }
+  log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+           ": no new connections; finishing " + std::to_string(st.in_flight.load()) + " in-flight request(s)");
+  svr.stop_accepting();
+  http.join();  // every worker finished its connection
+  st.rt->async_engine->drain_and_stop();
+  log_line("stopped cleanly");
+  return 0;
+}
+
+}  // namespace verbatim::server
