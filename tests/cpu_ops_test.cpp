@@ -66,12 +66,15 @@ std::vector<float> random_act(int64_t n, DType act, std::mt19937& rng, float sca
 
 bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
-// Runs f with `threads` OpenMP threads, then restores the previous count.
+// Runs f with `threads` OpenMP threads, every op split across them however small, then restores
+// the previous settings.
 template <class F>
 void with_threads(int threads, F&& f) {
   const int before = omp_get_max_threads();
   omp_set_num_threads(threads);
+  const int64_t min_work = cpu::testing::set_min_parallel_work(0);
   f();
+  cpu::testing::set_min_parallel_work(min_work);
   omp_set_num_threads(before);
 }
 

@@ -98,6 +98,10 @@ std::string isa_name();
 // TEST ONLY: when on, matmul with M > 1 sums K in reverse order, a deliberately batch-dependent
 // kernel. The invariance tests turn it on to prove they can detect a batch dependence.
 void set_batch_dependent_matmul(bool on);
+// Ops run on several threads only when they have at least this much work (about flops; default
+// 2^22), so tiny calls avoid thread wake-ups. Tests set 0 to make every op split across threads.
+// Returns the previous value.
+int64_t set_min_parallel_work(int64_t work);
 }  // namespace testing
 
 }  // namespace verbatim::cpu

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/test_flags.h"
 #include "kernels/ops.h"
 
 namespace verbatim::cpu {
@@ -87,7 +88,7 @@ void attend_group(const IsaKernels& isa_k, const float* q, const PagedKV& kv, in
 void kv_write(PagedKV& kv, const float* k, const float* v, int64_t T, const int32_t* slots) {
   const int64_t row = int64_t(kv.num_kv_heads) * kv.head_dim;
   const size_t bytes = size_t(row) * dtype_size(kv.dtype);
-#pragma omp parallel for schedule(static) if (T * row >= 65536)
+#pragma omp parallel for schedule(static) if (parallel_worth_it(8 * T * row))
   for (int64_t t = 0; t < T; ++t) {
     store_row(kv.dtype, k + t * row, static_cast<char*>(kv.k) + size_t(slots[t]) * bytes, row);
     store_row(kv.dtype, v + t * row, static_cast<char*>(kv.v) + size_t(slots[t]) * bytes, row);
@@ -102,7 +103,9 @@ void attention(const float* q, int64_t T, int num_heads, const PagedKV& kv, cons
   const int G = num_heads / kv.num_kv_heads, D = kv.head_dim;
   const IsaKernels& isa_k = isa();
   const int64_t work = T * kv.num_kv_heads;
-#pragma omp parallel if (work > 1)
+  int64_t keys = 0;  // total (query, key) pairs: the size of the whole call
+  for (int64_t t = 0; t < T; ++t) keys += int64_t(positions[t]) + 1;
+#pragma omp parallel if (work > 1 && parallel_worth_it(4 * keys * num_heads * D))
   {
     GroupState st(G, D);
 #pragma omp for schedule(dynamic, 1)

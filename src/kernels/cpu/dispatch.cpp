@@ -21,6 +21,7 @@ const IsaKernels* best_isa() {
 
 std::atomic<const IsaKernels*> g_isa{nullptr};
 std::atomic<bool> g_batch_dependent{false};
+std::atomic<int64_t> g_min_parallel_work{int64_t(1) << 22};
 
 }  // namespace
 
@@ -34,6 +35,8 @@ const IsaKernels& isa() {
 }
 
 bool batch_dependent_matmul_for_test() { return g_batch_dependent.load(std::memory_order_relaxed); }
+
+bool parallel_worth_it(int64_t work) { return work >= g_min_parallel_work.load(std::memory_order_relaxed); }
 
 std::string kernel_config() {
   // Everything here changes bits; the ISA variant and thread count do not (tests prove it).
@@ -63,6 +66,8 @@ void force_isa(const std::string& name) {
 std::string isa_name() { return isa().name; }
 
 void set_batch_dependent_matmul(bool on) { g_batch_dependent.store(on, std::memory_order_relaxed); }
+
+int64_t set_min_parallel_work(int64_t work) { return g_min_parallel_work.exchange(work); }
 
 }  // namespace testing
 }  // namespace verbatim::cpu

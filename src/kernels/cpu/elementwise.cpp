@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/test_flags.h"
 #include "kernels/ops.h"
 
 namespace verbatim::cpu {
@@ -19,7 +20,7 @@ void rope(float* x, int64_t T, int num_heads, int head_dim, const int32_t* posit
   const float base = float(theta);
   for (int i = 0; i < half; ++i)
     inv_freq[i] = 1.0f / std::pow(base, float(2 * i) / float(head_dim));
-#pragma omp parallel if (T * num_heads * head_dim >= 16384)
+#pragma omp parallel if (parallel_worth_it(16 * T * num_heads * head_dim))
   {
     std::vector<float> cs(half), sn(half);
 #pragma omp for schedule(static)
@@ -45,12 +46,12 @@ void rope(float* x, int64_t T, int num_heads, int head_dim, const int32_t* posit
 
 void silu_mul(const float* gate, const float* up, int64_t T, int64_t D, DType act, float* out) {
   const int64_t n = T * D;
-#pragma omp parallel for schedule(static) if (n >= 65536)
+#pragma omp parallel for schedule(static) if (parallel_worth_it(32 * n))
   for (int64_t i = 0; i < n; ++i) out[i] = round_to(act, round_to(act, silu_f32(gate[i])) * up[i]);
 }
 
 void add_inplace(float* x, const float* y, int64_t n, DType act) {
-#pragma omp parallel for schedule(static) if (n >= 65536)
+#pragma omp parallel for schedule(static) if (parallel_worth_it(4 * n))
   for (int64_t i = 0; i < n; ++i) x[i] = round_to(act, x[i] + y[i]);
 }
 
@@ -61,7 +62,7 @@ void embed(const Mat& E, const int32_t* tokens, int64_t T, float* out) {
                   "' (" + std::to_string(E.rows) + " rows)");
   const IsaKernels& k = isa();
   const size_t row_bytes = size_t(E.cols) * dtype_size(E.dtype);
-#pragma omp parallel for schedule(static) if (T * E.cols >= 65536)
+#pragma omp parallel for schedule(static) if (parallel_worth_it(4 * T * E.cols))
   for (int64_t t = 0; t < T; ++t)
     k.to_f32(E.dtype, static_cast<const char*>(E.data) + size_t(tokens[t]) * row_bytes, out + t * E.cols, E.cols);
 }

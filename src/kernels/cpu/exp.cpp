@@ -2,9 +2,13 @@
 // versions and between the FMA / non-FMA code paths it picks at run time.
 #include <cmath>
 
+#include "core/dtype.h"
 #include "kernels/ops.h"
 
 namespace verbatim::cpu {
+namespace {
+inline float pow2(int e) { return bits_f32(uint32_t(e + 127) << 23); }  // 2^e for -126 <= e <= 127
+}  // namespace
 
 float exp_f32(float x) {
   if (x != x) return x;                    // NaN
@@ -23,8 +27,8 @@ float exp_f32(float x) {
   const float y = (p * (r * r) + r) + 1.0f;
   // y * 2^k in two exact steps so results in the subnormal range are rounded once.
   const int k = int(kf);
-  const int k1 = k / 2, k2 = k - k1;
-  return (y * std::ldexp(1.0f, k1)) * std::ldexp(1.0f, k2);
+  const int k1 = k / 2, k2 = k - k1;  // both in [-75, 64]: normal powers of two
+  return (y * pow2(k1)) * pow2(k2);
 }
 
 float silu_f32(float x) { return x / (1.0f + exp_f32(-x)); }

@@ -35,7 +35,7 @@ void matmul_impl(const float* x, int64_t M, const Mat& W, DType act, bool round,
   if (M > 1 && batch_dependent_matmul_for_test()) return matmul_reverse_for_test(x, M, W, act, round, y);
   const IsaKernels& k = isa();
   const int64_t ntasks = (N + kNTask - 1) / kNTask;
-  const bool parallel = M * N * K >= (int64_t(1) << 16);  // thread count changes no bit
+  const bool parallel = parallel_worth_it(2 * M * N * K);  // thread count changes no bit
 #pragma omp parallel if (parallel)
   for (int64_t m0 = 0; m0 < M; m0 += kMBlock) {
     const int64_t mc = std::min(kMBlock, M - m0);

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/test_flags.h"
 #include "kernels/ops.h"
 
 namespace verbatim::cpu {
@@ -16,7 +17,7 @@ void rmsnorm(const float* x, int64_t M, int64_t D, const Mat& w, float eps, DTyp
   const IsaKernels& k = isa();
   std::vector<float> wf(D);
   k.to_f32(w.dtype, w.data, wf.data(), D);
-#pragma omp parallel for schedule(static) if (M * D >= 65536)
+#pragma omp parallel for schedule(static) if (parallel_worth_it(8 * M * D))
   for (int64_t m = 0; m < M; ++m) {
     const float* r = x + m * D;
     float* o = y + m * D;
