@@ -625,6 +625,7 @@ TEST(MakeModel, ArchConfigsAreTheRealQwen3Shapes) {
   EXPECT_EQ(c.num_kv_heads, 8);
   EXPECT_EQ(c.head_dim, 128);
   EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.initializer_range, 0.05);
   c = arch_config("qwen3-8b", DType::F16);
   EXPECT_EQ(c.hidden_size, 4096);
   EXPECT_EQ(c.intermediate_size, 12288);
@@ -687,6 +688,19 @@ TEST(MakeModel, TinyIsDeterministicAcrossThreadsAndSeedDependent) {
   auto [nm, ns] = stats(wa.layers[1].input_norm);
   EXPECT_NEAR(nm, 1.0, 0.06);
   EXPECT_NEAR(ns, 0.2, 0.05);
+  EXPECT_EQ(wa.config.initializer_range, 0.1);
+
+  // --init-std overrides the std of the linear weights (and is recorded in config.json).
+  const std::string s = temp_dir("mm-std");
+  MakeModelOptions o;
+  o.arch = "tiny";
+  o.out_dir = s;
+  o.copy_tokenizer = false;
+  o.init_std = 0.03;
+  make_model(o);
+  ModelWeights ws = ModelWeights::load(s);
+  EXPECT_EQ(ws.config.initializer_range, 0.03);
+  EXPECT_NEAR(stats(ws.layers[0].up_proj).second, 0.03, 0.001);
 }
 
 TEST(MakeModel, DtypesHoldTheSameValues) {

@@ -20,6 +20,7 @@ struct Args {
   std::string out;
   std::string tokenizer;
   uint64_t max_shard_bytes = 4ull << 30;
+  double init_std = 0;
 };
 
 const Registrar reg(50, [](CLI::App& app) -> std::function<int()> {
@@ -31,6 +32,7 @@ const Registrar reg(50, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--out", a->out, "Output folder (created; its old weight files are replaced)")->required();
   sub->add_option("--tokenizer", a->tokenizer, "Folder with tokenizer.json to copy (default: the installed Qwen3 tokenizer)");
   sub->add_option("--max-shard-bytes", a->max_shard_bytes, "Shard the weights past this many bytes (default 4 GiB)");
+  sub->add_option("--init-std", a->init_std, "Std of the random linear/embedding weights (default: 0.05, tiny 0.1)");
   return [a]() -> int {
     MakeModelOptions o;
     o.arch = a->arch;
@@ -41,6 +43,8 @@ const Registrar reg(50, [](CLI::App& app) -> std::function<int()> {
     o.out_dir = a->out;
     o.tokenizer_dir = a->tokenizer;
     o.max_shard_bytes = a->max_shard_bytes;
+    if (a->init_std < 0) throw Error("--init-std must be positive");
+    o.init_std = a->init_std;
     arch_config(o.arch, o.dtype);  // an unknown --arch fails here, before any file is touched
     const auto t0 = std::chrono::steady_clock::now();
     MakeModelResult r = make_model(o);

@@ -27,6 +27,7 @@ struct MakeModelOptions {
   bool copy_tokenizer = true;
   // Shard like HF's save_pretrained once the weights exceed this many bytes.
   uint64_t max_shard_bytes = 4ull << 30;
+  double init_std = 0;  // std of the linear and embedding weights; 0: the arch's initializer_range
   int threads = 0;  // 0: all hardware threads (the weights do not depend on it)
 };
 
