@@ -215,6 +215,33 @@ TEST(CpuOps, SiluMulMatchesDoubleAndRoundsTwice) {
   }
 }
 
+TEST(CpuOps, VectorizedExpGivesTheScalarBitsOnEveryIsa) {
+  // silu_mul runs exp in the vectorized hot loops; silu_f32 is the scalar recipe.
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> ud(-120.0f, 100.0f);
+  std::vector<float> g(4099), u(4099, 1.0f), out(4099);
+  for (float& x : g) x = ud(rng);
+  g[0] = NAN;
+  g[1] = INFINITY;
+  g[2] = -INFINITY;
+  g[3] = 0.0f;
+  for (const std::string& isa : supported_isas()) {
+    cpu::testing::force_isa(isa);
+    for (DType act : kActs) {
+      cpu::silu_mul(g.data(), u.data(), 1, int64_t(g.size()), act, out.data());
+      for (size_t i = 0; i < g.size(); ++i) {
+        const float want = round_to(act, round_to(act, cpu::silu_f32(g[i])) * u[i]);
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(out[i]));
+          continue;
+        }
+        ASSERT_EQ(f32_bits(out[i]), f32_bits(want)) << isa << " " << dtype_name(act) << " g=" << g[i];
+      }
+    }
+  }
+  cpu::testing::force_isa("");
+}
+
 TEST(CpuOps, AddInplaceRoundsToAct) {
   std::mt19937 rng(3);
   for (DType act : kActs) {

@@ -29,13 +29,13 @@ void store_row(DType t, const float* src, void* dst, int64_t n) {
 // One thread's working set for the query heads that share one kv head.
 struct GroupState {
   int group, head_dim;
-  std::vector<float> k_tile, v_tile;  // [kAttnTile, head_dim] fp32 copies of the tile's K/V
-  std::vector<float> m, l;            // [group] running max and sum
-  std::vector<float> acc;             // [group, head_dim]
-  std::vector<float> s, pv;           // [kAttnTile] scores, [head_dim] tile P·V
+  const void* k_rows[kAttnTile];  // the tile's K and V rows, in the cache (any storage dtype)
+  const void* v_rows[kAttnTile];
+  std::vector<float> m, l;        // [group] running max and sum
+  std::vector<float> acc;         // [group, head_dim]
+  std::vector<float> s, p, pv;    // [kAttnTile] scores and probabilities, [head_dim] tile P·V
   GroupState(int g, int d)
-      : group(g), head_dim(d), k_tile(size_t(kAttnTile) * d), v_tile(size_t(kAttnTile) * d), m(g), l(g),
-        acc(size_t(g) * d), s(kAttnTile), pv(d) {}
+      : group(g), head_dim(d), m(g), l(g), acc(size_t(g) * d), s(kAttnTile), p(kAttnTile), pv(d) {}
 };
 
 void attend_group(const IsaKernels& isa_k, const float* q, const PagedKV& kv, int kv_head, int32_t pos,
@@ -54,33 +54,27 @@ void attend_group(const IsaKernels& isa_k, const float* q, const PagedKV& kv, in
       const int32_t p = t0 + j;
       const int64_t slot = int64_t(block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
       const size_t off = (size_t(slot) * slot_stride + size_t(kv_head) * D) * elem;
-      isa_k.to_f32(kv.dtype, static_cast<const char*>(kv.k) + off, &st.k_tile[size_t(j) * D], D);
-      isa_k.to_f32(kv.dtype, static_cast<const char*>(kv.v) + off, &st.v_tile[size_t(j) * D], D);
+      st.k_rows[j] = static_cast<const char*>(kv.k) + off;
+      st.v_rows[j] = static_cast<const char*>(kv.v) + off;
     }
     for (int g = 0; g < G; ++g) {
-      const float* qh = q + size_t(g) * D;
+      isa_k.scores(q + size_t(g) * D, st.k_rows, kv.dtype, n, D, scale, st.s.data());
       float mt = -INFINITY;
-      for (int j = 0; j < n; ++j) {
-        st.s[j] = isa_k.dot(qh, &st.k_tile[size_t(j) * D], D) * scale;
-        mt = std::max(mt, st.s[j]);
-      }
-      const float m_new = std::max(st.m[g], mt);
-      const float a = st.m[g] == -INFINITY ? 0.0f : exp_f32(st.m[g] - m_new);
+      for (int j = 0; j < n; ++j) mt = std::max(mt, st.s[size_t(j)]);
+      const float m_new = std::max(st.m[size_t(g)], mt);
+      const float a = st.m[size_t(g)] == -INFINITY ? 0.0f : exp_f32(st.m[size_t(g)] - m_new);
+      isa_k.exp_shifted(st.s.data(), m_new, n, act, st.p.data());  // rounded before P·V (as HF)
       float tile_sum = 0.0f;
-      std::fill(st.pv.begin(), st.pv.end(), 0.0f);
-      for (int j = 0; j < n; ++j) {
-        const float p = round_to(act, exp_f32(st.s[j] - m_new));  // rounded before P·V (as HF)
-        tile_sum = tile_sum + p;
-        isa_k.axpy(p, &st.v_tile[size_t(j) * D], st.pv.data(), D);
-      }
-      st.l[g] = st.l[g] * a + tile_sum;
+      for (int j = 0; j < n; ++j) tile_sum = tile_sum + st.p[size_t(j)];
+      isa_k.weighted_sum(st.p.data(), st.v_rows, kv.dtype, n, D, st.pv.data());
+      st.l[size_t(g)] = st.l[size_t(g)] * a + tile_sum;
       float* acc = &st.acc[size_t(g) * D];
-      for (int d = 0; d < D; ++d) acc[d] = acc[d] * a + st.pv[d];
-      st.m[g] = m_new;
+      for (int d = 0; d < D; ++d) acc[d] = acc[d] * a + st.pv[size_t(d)];
+      st.m[size_t(g)] = m_new;
     }
   }
   for (int g = 0; g < G; ++g)
-    for (int d = 0; d < D; ++d) out[size_t(g) * D + d] = round_to(act, st.acc[size_t(g) * D + d] / st.l[g]);
+    for (int d = 0; d < D; ++d) out[size_t(g) * D + d] = round_to(act, st.acc[size_t(g) * D + d] / st.l[size_t(g)]);
 }
 
 }  // namespace

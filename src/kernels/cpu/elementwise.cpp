@@ -1,5 +1,6 @@
 // Element-wise ops: RoPE, SiLU·mul, residual add, embedding rows. Each element is computed by one
 // formula with fixed rounding points (docs/numerics.md); threads only split independent elements.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -46,8 +47,12 @@ void rope(float* x, int64_t T, int num_heads, int head_dim, const int32_t* posit
 
 void silu_mul(const float* gate, const float* up, int64_t T, int64_t D, DType act, float* out) {
   const int64_t n = T * D;
-#pragma omp parallel for schedule(static) if (parallel_worth_it(32 * n))
-  for (int64_t i = 0; i < n; ++i) out[i] = round_to(act, round_to(act, silu_f32(gate[i])) * up[i]);
+  const IsaKernels& k = isa();
+  if (!parallel_worth_it(32 * n)) return k.silu_mul(gate, up, n, act, out);
+  // Contiguous slices per thread: each element's formula is the same wherever it runs.
+  const int64_t chunk = 4096;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i += chunk) k.silu_mul(gate + i, up + i, std::min(chunk, n - i), act, out + i);
 }
 
 void add_inplace(float* x, const float* y, int64_t n, DType act) {

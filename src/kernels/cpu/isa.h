@@ -20,6 +20,14 @@ struct IsaKernels {
   void (*axpy)(float a, const float* x, float* y, int64_t n);
   // dst[i] = row[i] as fp32 (exact)
   void (*to_f32)(DType t, const void* row, float* dst, int64_t n);
+  // s[j] = dot(q, rows[j]) * scale for n rows of D values in storage `t` (the ops.h dot order).
+  void (*scores)(const float* q, const void* const* rows, DType t, int n, int64_t D, float scale, float* s);
+  // pv[d] = sum_j p[j] * rows[j][d], summed from +0 in ascending j (one sum per d).
+  void (*weighted_sum)(const float* p, const void* const* rows, DType t, int n, int64_t D, float* pv);
+  // p[j] = round_act(exp_f32(s[j] - m))
+  void (*exp_shifted)(const float* s, float m, int n, DType act, float* p);
+  // out[i] = round_act(round_act(silu_f32(gate[i])) * up[i])
+  void (*silu_mul)(const float* gate, const float* up, int64_t n, DType act, float* out);
 };
 
 namespace isa_generic { extern const IsaKernels kernels; }

@@ -9,6 +9,7 @@
 
 // Vectors never cross a non-inlined call here, so the ABI note does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
+#include "kernels/cpu/exp_impl.h"
 #include "kernels/cpu/simd.h"
 
 #define VB_ISA_NAMESPACE isa_generic
