@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sourced ON THE DEVICE before running carried binaries: finds cuBLAS (toolkit or the pip wheel
+# PyTorch uses) and adds carried libraries only where the image lacks them.
+export VB_ROOT=${VB_ROOT:-$(pwd)}
+mkdir -p /tmp/vb_lib
+for f in "$VB_ROOT"/.carry/lib/*; do
+  name=$(basename "$f")
+  ldconfig -p | grep -q "^\s*$name " || cp -n "$f" /tmp/vb_lib/
+done
+CUBLAS_DIR=$(dirname "$( (ls /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.13 2>/dev/null; \
+  find /usr /opt -name 'libcublas.so.13' 2>/dev/null) | head -1)")
+export LD_LIBRARY_PATH="/tmp/vb_lib:$CUBLAS_DIR:${LD_LIBRARY_PATH:-}"
+export VB_BIN="$VB_ROOT/.carry/bin"
+echo "env: cublas from $CUBLAS_DIR; carried libs used: $(ls /tmp/vb_lib | tr '\n' ' ')"

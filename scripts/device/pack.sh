@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs HERE (the build machine): copies the CUDA build's binaries and the shared libraries the
+# device image lacks into .carry/ (git-ignored), for `run` with carry [".carry"].
+# Usage: scripts/device/pack.sh [build-dir] [binaries...]   (default: build-cuda, the CUDA tests + verbatim)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${1:-build-cuda}
+shift || true
+BINS=("$@")
+[ ${#BINS[@]} -eq 0 ] && BINS=(verbatim tests/cuda_ops_test tests/cuda_model_test)
+rm -rf .carry && mkdir -p .carry/bin .carry/lib
+for b in "${BINS[@]}"; do cp "$BUILD/$b" .carry/bin/; strip --strip-debug .carry/bin/"$(basename "$b")"; done
+# Libraries the device image (Ubuntu 24.04 + CUDA + PyTorch) may not have; env.sh adds each one
+# only where the device's own loader cannot find it.
+for lib in libpcre2-8.so.0 libutf8proc.so.2 libcpp-httplib.so.0.11 libbrotlidec.so.1 libbrotlienc.so.1 \
+           libbrotlicommon.so.1 libgomp.so.1; do
+  src=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+  [ -n "$src" ] && cp -L "$src" .carry/lib/
+done
+du -sh .carry

@@ -1,0 +1,266 @@
+// `verbatim engine-bench`: engine-level decode and prefill timings of one backend (the CUDA
+// backend's figures in bench/results come from here), and `verbatim dump-logits`: the logits of
+// given prompts, for comparing a backend with HF transformers (bench/hf_compare.py).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+#include "server/backend_factory.h"
+#ifdef VERBATIM_HAVE_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
+
+namespace verbatim::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model, device = "cuda", dtype = "auto", mode = "contract", json_out;
+  std::vector<int> batches = {1, 8, 32, 64};
+  int context = 1024, steps = 64, warmup = 5, prefill = 2048, prefill_reps = 5;
+  double bandwidth = 4.3e12;  // bytes/s: the H200's measured copy bandwidth (design.md)
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+}
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[size_t(q * double(v.size() - 1) + 0.5)];
+}
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Weights read by one decode step: every matrix once, the embedding table only through its rows
+// (unless tied: then it is read whole as lm_head).
+double weight_bytes_per_step(const ModelConfig& c, DType t) {
+  const double H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
+  const double per_layer = H * (c.num_heads * hd) * 2 + H * (c.num_kv_heads * hd) * 2 + 3 * H * I + 2 * H + 2 * hd;
+  return (c.num_layers * per_layer + double(c.vocab_size) * H + H) * double(dtype_size(t));
+}
+double kv_bytes_per_token(const ModelConfig& c, DType t) {
+  return 2.0 * c.num_layers * c.num_kv_heads * c.head_dim * double(dtype_size(t));
+}
+// Multiply-adds x 2 of a prefill of T tokens (linear layers, attention, one lm_head row).
+double prefill_flops(const ModelConfig& c, int T) {
+  const double H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
+  const double lin = H * (c.num_heads * hd) * 2 + H * (c.num_kv_heads * hd) * 2 + 3 * H * I;
+  const double attn = 2.0 * c.num_heads * hd * (double(T) * (T + 1) / 2);  // QK^T and PV over the causal half
+  return 2.0 * (c.num_layers * (lin * T + attn) + H * c.vocab_size);
+}
+
+const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* sub = app.add_subcommand("engine-bench", "Time decode steps and prefill of one backend (no HTTP)");
+  sub->add_option("--model", a->model, "Checkpoint folder")->required();
+  sub->add_option("--device", a->device, "cpu | cuda | cuda:N")->capture_default_str();
+  sub->add_option("--dtype", a->dtype, "auto | bfloat16 | float16")->capture_default_str();
+  sub->add_option("--mode", a->mode, "contract | fast (cuda: contract off, to measure its cost)")->capture_default_str();
+  sub->add_option("--batches", a->batches, "Decode batch sizes")->delimiter(',');
+  sub->add_option("--context", a->context, "Context length of every sequence before decoding")->capture_default_str();
+  sub->add_option("--steps", a->steps, "Timed decode steps per batch size")->capture_default_str();
+  sub->add_option("--prefill", a->prefill, "Prompt length of the prefill timing (0: skip)")->capture_default_str();
+  sub->add_option("--json", a->json_out, "Write the results here");
+  return [a]() -> int {
+    const DType dt = server::resolve_dtype(a->dtype, a->model);
+    server::BackendOptions bo;
+    bo.kernels = a->mode;
+    auto be = server::make_backend(a->device, a->model, dt, bo);
+    const ModelConfig& c = be->config();
+    const int max_b = *std::max_element(a->batches.begin(), a->batches.end());
+    const int bs = 16;
+    const int seq_blocks = (std::max(a->context + a->steps + a->warmup + 2, a->prefill + 1) + bs - 1) / bs;
+    be->allocate_kv(seq_blocks * max_b, bs);
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int32_t> tok(0, c.vocab_size - 1);
+    nlohmann::json out;
+    out["model"] = a->model;
+    out["config"] = {{"hidden_size", c.hidden_size}, {"intermediate_size", c.intermediate_size},
+                     {"num_layers", c.num_layers}, {"num_heads", c.num_heads}, {"num_kv_heads", c.num_kv_heads},
+                     {"head_dim", c.head_dim}, {"vocab_size", c.vocab_size}, {"tie_word_embeddings", c.tie_word_embeddings}};
+    out["dtype"] = dtype_name(dt);
+    out["mode"] = a->mode;
+    out["device"] = be->device_name();
+    out["kernel_config"] = be->kernel_config();
+    out["context"] = a->context;
+    out["steps"] = a->steps;
+    out["bandwidth_bytes_per_s"] = a->bandwidth;
+    const double wbytes = weight_bytes_per_step(c, dt);
+    out["weight_bytes_per_step"] = wbytes;
+    std::printf("%s %s %s on %s\n", a->model.c_str(), dtype_name(dt), a->mode.c_str(), be->device_name().c_str());
+    nlohmann::json decode = nlohmann::json::array();
+    for (int B : a->batches) {
+      // B sequences of `context` tokens, prefilled in chunks of up to 2048 tokens.
+      ForwardBatch b;
+      for (int s = 0; s < B; ++s) {
+        std::vector<int32_t> bt(static_cast<size_t>(seq_blocks));
+        std::iota(bt.begin(), bt.end(), s * seq_blocks);
+        b.block_tables.push_back(bt);
+      }
+      std::vector<SampleResult> res;
+      for (int s = 0; s < B; ++s)
+        for (int p0 = 0; p0 < a->context; p0 += 2048) {
+          ForwardBatch pb;
+          pb.block_tables = b.block_tables;
+          for (int p = p0; p < std::min(a->context, p0 + 2048); ++p) {
+            pb.tokens.push_back(tok(rng));
+            pb.positions.push_back(p);
+            pb.token_seq.push_back(s);
+          }
+          std::vector<float> none;
+          be->forward_logits(pb, none.data());
+        }
+      std::vector<SampleSpec> specs(static_cast<size_t>(B));
+      std::vector<int32_t> last(static_cast<size_t>(B));
+      for (int32_t& t : last) t = tok(rng);
+      std::vector<double> times;
+      for (int step = 0; step < a->warmup + a->steps; ++step) {
+        b.tokens = last;
+        b.positions.assign(static_cast<size_t>(B), a->context + step);
+        b.token_seq.resize(static_cast<size_t>(B));
+        std::iota(b.token_seq.begin(), b.token_seq.end(), 0);
+        b.logit_rows = b.token_seq;
+        for (int s = 0; s < B; ++s) specs[size_t(s)].position = a->context + step + 1;
+        const double t0 = now_ms();
+        be->forward_sample(b, specs, res);
+        const double t1 = now_ms();
+        if (step >= a->warmup) times.push_back(t1 - t0);
+        for (int s = 0; s < B; ++s) last[size_t(s)] = res[size_t(s)].token;
+      }
+      const double med = median(times);
+      const double kv = kv_bytes_per_token(c, dt) * B * (a->context + a->warmup + a->steps / 2.0);
+      const double bound_ms = (wbytes + kv) / a->bandwidth * 1e3;
+      decode.push_back({{"batch", B}, {"median_ms", med}, {"p10_ms", quantile(times, 0.1)},
+                        {"p90_ms", quantile(times, 0.9)}, {"bytes_per_step", wbytes + kv}, {"bound_ms", bound_ms},
+                        {"ratio_to_bound", med / bound_ms}, {"tokens_per_s", B * 1e3 / med}});
+      std::printf("decode batch %3d: median %8.3f ms/step (p10 %.3f, p90 %.3f), bound %.3f ms, %.2fx bound, %.0f tok/s\n",
+                  B, med, quantile(times, 0.1), quantile(times, 0.9), bound_ms, med / bound_ms, B * 1e3 / med);
+      std::fflush(stdout);
+    }
+    out["decode"] = decode;
+    if (a->prefill > 0) {
+      std::vector<double> times;
+      for (int rep = 0; rep < a->prefill_reps + 1; ++rep) {
+        ForwardBatch pb;
+        std::vector<int32_t> bt(static_cast<size_t>(seq_blocks));
+        std::iota(bt.begin(), bt.end(), 0);
+        pb.block_tables = {bt};
+        for (int p = 0; p < a->prefill; ++p) {
+          pb.tokens.push_back(tok(rng));
+          pb.positions.push_back(p);
+          pb.token_seq.push_back(0);
+        }
+        pb.logit_rows = {a->prefill - 1};
+        std::vector<SampleResult> res;
+        const double t0 = now_ms();
+        be->forward_sample(pb, {SampleSpec{}}, res);
+        const double t1 = now_ms();
+        if (rep > 0) times.push_back(t1 - t0);
+      }
+      const double med = median(times);
+      const double flops = prefill_flops(c, a->prefill);
+      out["prefill"] = {{"tokens", a->prefill}, {"ttft_median_ms", med}, {"flops", flops},
+                        {"tflops", flops / (med * 1e-3) / 1e12}};
+      std::printf("prefill %d tokens: median %.2f ms, %.1f TFLOP/s\n", a->prefill, med, flops / (med * 1e-3) / 1e12);
+    }
+#ifdef VERBATIM_HAVE_CUDA
+    if (auto* cb = dynamic_cast<CudaBackend*>(be.get())) out["device_bytes_held"] = cb->device_bytes_held();
+#endif
+    if (!a->json_out.empty()) {
+      std::ofstream f(a->json_out);
+      if (!f) throw Error("cannot write " + a->json_out);
+      f << out.dump(2) << "\n";
+    }
+    return 0;
+  };
+});
+
+struct DumpArgs {
+  std::string model, device = "cuda", dtype = "auto", mode = "contract", prompts, out;
+  int greedy = 0;
+};
+
+const Registrar dump_reg(81, [](CLI::App& app) -> std::function<int()> {
+  auto a = std::make_shared<DumpArgs>();
+  CLI::App* sub = app.add_subcommand("dump-logits", "Write the fp32 logits (and greedy tokens) of prompts given as token ids");
+  sub->add_option("--model", a->model, "Checkpoint folder")->required();
+  sub->add_option("--device", a->device, "cpu | cuda | cuda:N")->capture_default_str();
+  sub->add_option("--dtype", a->dtype, "auto | bfloat16 | float16 | float32")->capture_default_str();
+  sub->add_option("--mode", a->mode, "contract | fast")->capture_default_str();
+  sub->add_option("--prompts", a->prompts, "JSON file: a list of lists of token ids")->required();
+  sub->add_option("--greedy", a->greedy, "Also generate this many greedy tokens per prompt")->capture_default_str();
+  sub->add_option("--out", a->out, "Output .safetensors (p<i>.logits [len, vocab] fp32, p<i>.greedy int32)")->required();
+  return [a]() -> int {
+    std::ifstream in(a->prompts);
+    if (!in) throw Error("cannot read " + a->prompts);
+    const auto prompts = nlohmann::json::parse(in).get<std::vector<std::vector<int32_t>>>();
+    const DType dt = server::resolve_dtype(a->dtype, a->model);
+    server::BackendOptions bo;
+    bo.kernels = a->mode;
+    auto be = server::make_backend(a->device, a->model, dt, bo);
+    const int V = be->config().vocab_size, bs = 16;
+    size_t longest = 0;
+    for (const auto& p : prompts) longest = std::max(longest, p.size());
+    const int blocks = int((longest + size_t(a->greedy) + bs) / bs) + 1;
+    be->allocate_kv(blocks, bs);
+    std::vector<TensorData> tensors;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const auto& ids = prompts[i];
+      if (ids.empty()) throw Error(a->prompts + ": prompt " + std::to_string(i) + " is empty");
+      ForwardBatch b;
+      std::vector<int32_t> bt(static_cast<size_t>(blocks));
+      std::iota(bt.begin(), bt.end(), 0);
+      b.block_tables = {bt};
+      b.tokens = ids;
+      for (size_t p = 0; p < ids.size(); ++p) {
+        b.positions.push_back(int32_t(p));
+        b.token_seq.push_back(0);
+        b.logit_rows.push_back(int32_t(p));
+      }
+      TensorData t;
+      t.spec = {"p" + std::to_string(i) + ".logits", StDType::F32, {int64_t(ids.size()), V}};
+      t.bytes.resize(ids.size() * size_t(V) * 4);
+      be->forward_logits(b, reinterpret_cast<float*>(t.bytes.data()));
+      tensors.push_back(std::move(t));
+      if (a->greedy > 0) {
+        std::vector<int32_t> gen;
+        std::vector<SampleResult> res;
+        b.logit_rows = {int32_t(ids.size() - 1)};
+        while (int(gen.size()) < a->greedy) {
+          be->forward_sample(b, {SampleSpec{}}, res);
+          gen.push_back(res[0].token);
+          b.tokens = {res[0].token};
+          b.positions = {int32_t(ids.size() + gen.size() - 1)};
+          b.token_seq = {0};
+          b.logit_rows = {0};
+        }
+        TensorData g;
+        g.spec = {"p" + std::to_string(i) + ".greedy", StDType::I32, {int64_t(gen.size())}};
+        g.bytes.resize(gen.size() * 4);
+        std::memcpy(g.bytes.data(), gen.data(), g.bytes.size());
+        tensors.push_back(std::move(g));
+      }
+    }
+    write_safetensors(a->out, tensors);
+    std::printf("wrote %s: %zu prompts, %s, %s on %s\n", a->out.c_str(), prompts.size(), dtype_name(dt),
+                a->mode.c_str(), be->device_name().c_str());
+    return 0;
+  };
+});
+
+}  // namespace
+}  // namespace verbatim::cli

@@ -1,0 +1,87 @@
+#pragma once
+// Device helpers shared by the CUDA kernels: the two activation types, exact conversions, the
+// fp32 arithmetic of the contract without FMA contraction, and the mma.sync wrapper.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/error.h"
+#include "kernels/cuda/kernels.h"
+
+namespace verbatim::cuda {
+
+using bf16 = __nv_bfloat16;
+using f16 = __half;
+
+// Plain IEEE fp32 operations: explicit intrinsics so nvcc never fuses a multiply and an add into
+// an FMA (which would round once instead of twice and differ from the CPU reference).
+__device__ __forceinline__ float fmul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ float fadd(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float fsub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ float fdiv(float a, float b) { return __fdiv_rn(a, b); }
+
+__device__ __forceinline__ float to_f(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f(f16 x) { return __half2float(x); }
+template <typename T> __device__ __forceinline__ T from_f(float x);
+template <> __device__ __forceinline__ bf16 from_f<bf16>(float x) { return __float2bfloat16_rn(x); }
+template <> __device__ __forceinline__ f16 from_f<f16>(float x) { return __float2half_rn(x); }
+// The value x takes once stored as T (round to nearest even), kept in fp32.
+template <typename T> __device__ __forceinline__ float round_as(float x) { return to_f(from_f<T>(x)); }
+
+// Two values of T packed in 32 bits (low half = first).
+template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b) {
+  T lo = from_f<T>(a), hi = from_f<T>(b);
+  return uint32_t(*reinterpret_cast<uint16_t*>(&lo)) | (uint32_t(*reinterpret_cast<uint16_t*>(&hi)) << 16);
+}
+template <typename T> __device__ __forceinline__ float lo_f(uint32_t v) {
+  uint16_t b = uint16_t(v & 0xffffu);
+  return to_f(*reinterpret_cast<T*>(&b));
+}
+template <typename T> __device__ __forceinline__ float hi_f(uint32_t v) {
+  uint16_t b = uint16_t(v >> 16);
+  return to_f(*reinterpret_cast<T*>(&b));
+}
+
+// cpu::exp_f32 (kernels/cpu/exp.cpp) operation for operation: same constants, same order, no FMA,
+// so it returns the CPU reference's bits.
+__device__ __forceinline__ float exp_f32(float x) {
+  if (x != x) return x;
+  if (x > 88.72283935546875f) return __int_as_float(0x7f800000);
+  if (x < -103.97208404541015625f) return 0.0f;
+  const float kf = floorf(fadd(fmul(x, 1.44269504088896341f), 0.5f));
+  const float r = fsub(fsub(x, fmul(kf, 0.693359375f)), fmul(kf, -2.12194440e-4f));
+  float p = 1.9875691500e-4f;
+  p = fadd(fmul(p, r), 1.3981999507e-3f);
+  p = fadd(fmul(p, r), 8.3334519073e-3f);
+  p = fadd(fmul(p, r), 4.1665795894e-2f);
+  p = fadd(fmul(p, r), 1.6666665459e-1f);
+  p = fadd(fmul(p, r), 5.0000001201e-1f);
+  const float y = fadd(fadd(fmul(p, fmul(r, r)), r), 1.0f);
+  const int k = int(kf);
+  const int k1 = k / 2, k2 = k - k1;
+  return fmul(fmul(y, __int_as_float((k1 + 127) << 23)), __int_as_float((k2 + 127) << 23));  // exact 2^k1, 2^k2
+}
+__device__ __forceinline__ float silu_f32(float x) { return fdiv(x, fadd(1.0f, exp_f32(-x))); }
+
+// D = A·B + C for one m16n8k16 tile, fp32 accumulation (PTX ISA fragment layouts).
+template <typename T> __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
+template <> __device__ __forceinline__ void mma16816<bf16>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mma16816<f16>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+inline int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
+
+}  // namespace verbatim::cuda

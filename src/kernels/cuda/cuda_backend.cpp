@@ -1,0 +1,652 @@
+// The Qwen3 forward pass on the GPU: engine/cpu_backend.cpp's ops in the same order with the same
+// rounding points, on kernels/cuda. Decode and prefill rows go through the same kernels; nothing
+// numeric depends on the batch (design.md); the fast mode exists only to measure that choice.
+#include "kernels/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "engine/sampler.h"
+#include "kernels/cuda/kernels.h"
+#include "kernels/ops.h"
+
+namespace verbatim {
+namespace {
+
+using cuda::AttnArgs;
+using cuda::AttnItem;
+using cuda::AttnPlan;
+
+void cublas_check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cuBLAS error in ") + what + ": status " + std::to_string(int(s)));
+}
+
+// n values of `from` as dtype `to` (exact when widening, round-to-nearest-even otherwise), as
+// CpuBackend::in_compute_dtype converts them.
+std::vector<uint16_t> to_half_type(const WeightRef& w, DType to) {
+  const int64_t n = w.rows * w.cols;
+  std::vector<uint16_t> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    float f;
+    switch (w.dtype) {
+      case DType::BF16: f = bf16_to_f32(static_cast<const uint16_t*>(w.data)[i]); break;
+      case DType::F16: f = f16_to_f32(static_cast<const uint16_t*>(w.data)[i]); break;
+      default: f = static_cast<const float*>(w.data)[i];
+    }
+    out[size_t(i)] = to == DType::BF16 ? f32_to_bf16(f) : f32_to_f16(f);
+  }
+  return out;
+}
+
+// A norm weight as the CPU uses it: converted to the compute dtype, then read as fp32.
+std::vector<float> norm_values(const WeightRef& w, DType act) {
+  const int64_t n = w.rows * w.cols;
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    float f;
+    switch (w.dtype) {
+      case DType::BF16: f = bf16_to_f32(static_cast<const uint16_t*>(w.data)[i]); break;
+      case DType::F16: f = f16_to_f32(static_cast<const uint16_t*>(w.data)[i]); break;
+      default: f = static_cast<const float*>(w.data)[i];
+    }
+    out[size_t(i)] = round_to(act, f);
+  }
+  return out;
+}
+
+}  // namespace
+
+struct CudaBackend::Impl {
+  struct Layer {
+    void* qkv = nullptr;   // [(nh + 2 nkv) * hd, H]: q_proj, k_proj, v_proj rows stacked
+    void* o = nullptr;     // [H, nh * hd]
+    void* gu = nullptr;    // [2 I, H]: gate_proj rows, then up_proj rows
+    void* down = nullptr;  // [H, I]
+    float* in_norm = nullptr;
+    float* post_norm = nullptr;
+    float* q_norm = nullptr;
+    float* k_norm = nullptr;
+  };
+
+  ModelWeights weights;
+  ModelConfig c;
+  DType act;
+  CudaOptions opt;
+  int device = 0;
+  std::string name;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  std::vector<void*> allocations;
+  size_t held = 0, weights_held = 0;
+
+  void* embed = nullptr;
+  void* lm_head = nullptr;
+  float* final_norm = nullptr;
+  std::vector<Layer> layers;
+  float* rope = nullptr;
+  int rope_positions = 0;
+  int nqkv = 0, split_qkv = 1, split_o = 1, split_gu = 1, split_down = 1, split_lm = 1;
+
+  void* kv = nullptr;
+  size_t kv_layer_bytes = 0;
+  int num_blocks = 0, block_size = 0;
+
+  int cap_t = 0;
+  void *x = nullptr, *h = nullptr, *qkv = nullptr, *attn = nullptr, *o = nullptr, *gu = nullptr, *mlp = nullptr;
+  static constexpr int kLogitRows = 64;  // logit rows per lm_head pass (bounds the fp32 logits buffer)
+  void* last = nullptr;
+  float* logits = nullptr;
+  float* ws = nullptr;
+  size_t ws_bytes = size_t(64) << 20;
+
+  int32_t* d_in = nullptr;  // per-step inputs, one upload
+  size_t d_in_cap = 0;
+  int32_t* h_in = nullptr;  // pinned staging
+  size_t h_in_cap = 0;
+
+  // Sampler scratch (sort buffers allocated on the first draw).
+  cuda::SamplerBuffers sb;
+  cuda::SampleRowSpec* d_specs = nullptr;
+  cuda::SampleRowSpec* h_specs = nullptr;
+  cuda::SampleRowOut* d_out = nullptr;
+  cuda::SampleRowOut* h_out = nullptr;
+  int32_t* d_top_ids = nullptr;
+  float* d_top_lps = nullptr;
+  int32_t* h_top_ids = nullptr;
+  float* h_top_lps = nullptr;
+  int32_t* d_samp_in = nullptr;  // banned list, draw_slot, draw_rows
+  int32_t* h_samp_in = nullptr;
+  size_t samp_in_cap = 0;
+
+  void* dmalloc(size_t bytes) {
+    void* p = nullptr;
+    VB_CUDA(cudaMalloc(&p, std::max<size_t>(bytes, 16)));
+    allocations.push_back(p);
+    held += bytes;
+    return p;
+  }
+  void dfree(void* p, size_t bytes) {
+    if (!p) return;
+    auto it = std::find(allocations.begin(), allocations.end(), p);
+    if (it != allocations.end()) allocations.erase(it);
+    cudaFree(p);
+    held -= std::min(held, bytes);
+  }
+  void* upload(const void* src, size_t bytes) {
+    void* d = dmalloc(bytes);
+    VB_CUDA(cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice));
+    weights_held += bytes;
+    return d;
+  }
+  // A matrix in the compute dtype, copied straight from the mapping when no conversion is needed.
+  void upload_rows(void* dst, const WeightRef& w) {
+    const size_t bytes = size_t(w.rows * w.cols) * 2;
+    if (w.dtype == act) {
+      VB_CUDA(cudaMemcpy(dst, w.data, bytes, cudaMemcpyHostToDevice));
+    } else {
+      std::vector<uint16_t> v = to_half_type(w, act);
+      VB_CUDA(cudaMemcpy(dst, v.data(), bytes, cudaMemcpyHostToDevice));
+    }
+  }
+  void* upload_stacked(const std::vector<const WeightRef*>& parts) {
+    int64_t rows = 0;
+    for (auto* p : parts) rows += p->rows;
+    const int64_t cols = parts[0]->cols;
+    void* d = dmalloc(size_t(rows * cols) * 2);
+    weights_held += size_t(rows * cols) * 2;
+    char* at = static_cast<char*>(d);
+    for (auto* p : parts) {
+      if (p->cols != cols) throw Error("cuda: weights '" + p->name + "' and '" + parts[0]->name + "' differ in width");
+      upload_rows(at, *p);
+      at += size_t(p->rows * cols) * 2;
+    }
+    return d;
+  }
+  float* upload_norm(const WeightRef& w) {
+    std::vector<float> v = norm_values(w, act);
+    return static_cast<float*>(upload(v.data(), v.size() * sizeof(float)));
+  }
+
+  void ensure_tokens(int T) {
+    if (T <= cap_t) return;
+    const int n = std::max(T, cap_t * 2);
+    const size_t e = 2;
+    const int64_t H = c.hidden_size, I = c.intermediate_size, qw = int64_t(c.num_heads) * c.head_dim;
+    for (void* p : {x, h, qkv, attn, o, gu, mlp}) dfree(p, 0);
+    x = dmalloc(size_t(n) * H * e);
+    h = dmalloc(size_t(n) * H * e);
+    qkv = dmalloc(size_t(n) * nqkv * e);
+    attn = dmalloc(size_t(n) * qw * e);
+    o = dmalloc(size_t(n) * H * e);
+    gu = dmalloc(size_t(n) * 2 * I * e);
+    mlp = dmalloc(size_t(n) * I * e);
+    cap_t = n;
+  }
+  void ensure_inputs(size_t ints) {
+    if (ints > d_in_cap) {
+      dfree(d_in, d_in_cap * 4);
+      d_in_cap = std::max(ints, d_in_cap * 2);
+      d_in = static_cast<int32_t*>(dmalloc(d_in_cap * 4));
+    }
+    if (ints > h_in_cap) {
+      if (h_in) cudaFreeHost(h_in);
+      h_in_cap = std::max(ints, h_in_cap * 2);
+      VB_CUDA(cudaMallocHost(reinterpret_cast<void**>(&h_in), h_in_cap * 4));
+    }
+  }
+
+  // --- GEMM: the contract's kernel, or cuBLAS in fast mode.
+  void gemm(const void* xin, int M, int K, const void* W, int N, int split, void* y, float* y32) {
+    if (M <= 0) return;
+    if (opt.fast) {
+      const float alpha = 1.0f, beta = 0.0f;
+      const cudaDataType_t t = act == DType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+      cublas_check(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, W, t, K, xin, t, K, &beta,
+                                y32 ? static_cast<void*>(y32) : y, y32 ? CUDA_R_32F : t, N, CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmEx");
+      return;
+    }
+    cuda::GemmOut out;
+    out.y = y;
+    out.y32 = y32;
+    cuda::gemm(xin, M, K, K, W, N, act, split, out, ws, ws_bytes, stream);
+  }
+
+  int part_tokens(int num_seqs) const {
+    // Contract: a fixed part size. Fast mode picks it from the batch (as flash-decoding
+    // heuristics do), which changes the bits of a row with the company it keeps.
+    if (!opt.fast) return 256;
+    return num_seqs >= 16 ? 1024 : 128;
+  }
+
+  void validate(const ForwardBatch& b) const;
+  void forward(const ForwardBatch& b);  // everything up to h (final-normed hidden rows)
+  void logits_pass(const ForwardBatch& b, int r0, int rn);  // lm_head for logit rows [r0, r0 + rn)
+  int32_t* in_logit_rows = nullptr;  // device pointer of this step's logit row list
+};
+
+CudaBackend::CudaBackend(ModelWeights weights, DType dtype, CudaOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.weights = std::move(weights);
+  m.c = m.weights.config;
+  m.act = dtype;
+  m.opt = options;
+  const ModelConfig& c = m.c;
+  if (dtype != DType::BF16 && dtype != DType::F16)
+    throw Error("--device cuda computes in bfloat16 or float16, not " + std::string(dtype_name(dtype)));
+  if (c.head_dim <= 0 || c.head_dim % 16)
+    throw Error(m.weights.dir + "/config.json: head_dim " + std::to_string(c.head_dim) +
+                " is not a multiple of 16 (the CUDA attention needs 16, 32, 64, 128 or 256)");
+  if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads)
+    throw Error(m.weights.dir + "/config.json: num_attention_heads " + std::to_string(c.num_heads) +
+                " is not a multiple of num_key_value_heads " + std::to_string(c.num_kv_heads));
+  if (c.hidden_size % 8 || c.intermediate_size % 8 || c.vocab_size % 8)
+    throw Error(m.weights.dir + "/config.json: hidden_size, intermediate_size and vocab_size must be multiples of 8 "
+                "for --device cuda");
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) throw Error("--device cuda: no CUDA device is visible");
+  if (options.device < 0 || options.device >= count)
+    throw Error("--device cuda:" + std::to_string(options.device) + ": only " + std::to_string(count) + " device(s)");
+  m.device = options.device;
+  VB_CUDA(cudaSetDevice(m.device));
+  cudaDeviceProp prop{};
+  VB_CUDA(cudaGetDeviceProperties(&prop, m.device));
+  m.name = std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
+  VB_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
+  if (m.opt.fast) {
+    cublas_check(cublasCreate(&m.cublas), "cublasCreate");
+    cublas_check(cublasSetStream(m.cublas, m.stream), "cublasSetStream");
+  }
+
+  const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
+  m.nqkv = int((c.num_heads + 2 * c.num_kv_heads) * hd);
+  m.split_qkv = cuda::gemm_split_for(m.nqkv, int(H));
+  m.split_o = cuda::gemm_split_for(int(H), int(c.num_heads * hd));
+  m.split_gu = cuda::gemm_split_for(int(2 * I), int(H));
+  m.split_down = cuda::gemm_split_for(int(H), int(I));
+  m.split_lm = cuda::gemm_split_for(c.vocab_size, int(H));
+
+  m.embed = m.upload_stacked({&m.weights.embed});
+  m.lm_head = m.weights.lm_head.data == m.weights.embed.data ? m.embed : m.upload_stacked({&m.weights.lm_head});
+  m.final_norm = m.upload_norm(m.weights.final_norm);
+  for (const LayerWeights& L : m.weights.layers) {
+    Impl::Layer d;
+    d.qkv = m.upload_stacked({&L.q_proj, &L.k_proj, &L.v_proj});
+    d.o = m.upload_stacked({&L.o_proj});
+    d.gu = m.upload_stacked({&L.gate_proj, &L.up_proj});
+    d.down = m.upload_stacked({&L.down_proj});
+    d.in_norm = m.upload_norm(L.input_norm);
+    d.post_norm = m.upload_norm(L.post_norm);
+    d.q_norm = m.upload_norm(L.q_norm);
+    d.k_norm = m.upload_norm(L.k_norm);
+    m.layers.push_back(d);
+  }
+
+  m.rope_positions = std::max(1, c.max_position_embeddings);
+  {
+    const std::vector<float> table = cuda::rope_table(m.rope_positions, int(hd), c.rope_theta);
+    m.rope = static_cast<float*>(m.dmalloc(table.size() * sizeof(float)));
+    VB_CUDA(cudaMemcpy(m.rope, table.data(), table.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+
+  m.ensure_tokens(std::max(1, options.max_tokens));
+  m.last = m.dmalloc(size_t(Impl::kLogitRows) * size_t(H) * 2);
+  m.logits = static_cast<float*>(m.dmalloc(size_t(Impl::kLogitRows) * size_t(c.vocab_size) * sizeof(float)));
+  m.ws = static_cast<float*>(m.dmalloc(m.ws_bytes));
+  m.sb.stats = static_cast<float*>(m.dmalloc(size_t(Impl::kLogitRows) * 2 * sizeof(float)));
+  m.d_specs = static_cast<cuda::SampleRowSpec*>(m.dmalloc(Impl::kLogitRows * sizeof(cuda::SampleRowSpec)));
+  m.d_out = static_cast<cuda::SampleRowOut*>(m.dmalloc(Impl::kLogitRows * sizeof(cuda::SampleRowOut)));
+  m.d_top_ids = static_cast<int32_t*>(m.dmalloc(Impl::kLogitRows * cuda::kMaxTopLogprobs * sizeof(int32_t)));
+  m.d_top_lps = static_cast<float*>(m.dmalloc(Impl::kLogitRows * cuda::kMaxTopLogprobs * sizeof(float)));
+  VB_CUDA(cudaMallocHost(reinterpret_cast<void**>(&m.h_specs), Impl::kLogitRows * sizeof(cuda::SampleRowSpec)));
+  VB_CUDA(cudaMallocHost(reinterpret_cast<void**>(&m.h_out), Impl::kLogitRows * sizeof(cuda::SampleRowOut)));
+  VB_CUDA(cudaMallocHost(reinterpret_cast<void**>(&m.h_top_ids), Impl::kLogitRows * cuda::kMaxTopLogprobs * sizeof(int32_t)));
+  VB_CUDA(cudaMallocHost(reinterpret_cast<void**>(&m.h_top_lps), Impl::kLogitRows * cuda::kMaxTopLogprobs * sizeof(float)));
+  VB_CUDA(cudaStreamSynchronize(m.stream));
+}
+
+CudaBackend::~CudaBackend() {
+  Impl& m = *impl_;
+  cudaSetDevice(m.device);
+  if (m.stream) cudaStreamSynchronize(m.stream);
+  for (void* p : m.allocations) cudaFree(p);
+  for (void* p : {static_cast<void*>(m.h_in), static_cast<void*>(m.h_specs), static_cast<void*>(m.h_out),
+                  static_cast<void*>(m.h_top_ids), static_cast<void*>(m.h_top_lps), static_cast<void*>(m.h_samp_in)})
+    if (p) cudaFreeHost(p);
+  if (m.cublas) cublasDestroy(m.cublas);
+  if (m.stream) cudaStreamDestroy(m.stream);
+}
+
+const ModelConfig& CudaBackend::config() const { return impl_->c; }
+DType CudaBackend::dtype() const { return impl_->act; }
+std::string CudaBackend::device_name() const { return impl_->name; }
+const CudaOptions& CudaBackend::options() const { return impl_->opt; }
+size_t CudaBackend::weight_bytes() const { return impl_->weights_held; }
+size_t CudaBackend::device_bytes_held() const { return impl_->held; }
+void CudaBackend::synchronize() { VB_CUDA(cudaStreamSynchronize(impl_->stream)); }
+
+std::string CudaBackend::kernel_config() const {
+  const Impl& m = *impl_;
+  if (m.opt.fast)
+    return "cuda-fast-v1;CONTRACT-OFF;gemm=cublasGemmEx-default-heuristics;attn_part=by-batch(128|1024);attn_tile=64";
+  auto split = [](const char* name, int s) { return std::string(name) + "=" + std::to_string(s); };
+  return "cuda-v1;gemm=mma.m16n8k16-f32acc,k32-chunks-2mma,kseg-split(" + split("qkv", m.split_qkv) + "," +
+         split("o", m.split_o) + "," + split("gate_up", m.split_gu) + "," + split("down", m.split_down) + "," +
+         split("lm_head", m.split_lm) + "),split-sum-in-order;attn_tile=64;attn_part=256,fold-in-part-order;"
+         "attn_dot=mma.m16n8k16;softmax=online-tile-merge,p-rounded,quad-tree-tile-sum;exp=cody-waite-deg6;"
+         "rmsnorm=lanes16-halving-tree;rope=host-table-powf-cosf-sinf;silu=exp_f32;"
+         "sampler=block-tree-sums,stable-radix-sort;weights=" + std::string(dtype_name(m.act));
+}
+
+size_t CudaBackend::kv_block_bytes(int block_size) const {
+  const ModelConfig& c = impl_->c;
+  return 2 * size_t(c.num_layers) * size_t(block_size) * size_t(c.num_kv_heads) * size_t(c.head_dim) * 2;
+}
+
+size_t CudaBackend::kv_budget_bytes() const {
+  size_t free_b = 0, total = 0;
+  VB_CUDA(cudaSetDevice(impl_->device));
+  VB_CUDA(cudaMemGetInfo(&free_b, &total));
+  const double target = impl_->opt.gpu_memory_utilization * double(total);
+  const double used = double(total - free_b);
+  // Room kept for buffers allocated later (sampler sort buffers, larger activations).
+  const double reserve = double(size_t(512) << 20);
+  const double budget = target - used - reserve;
+  return budget > 0 ? size_t(budget) : 0;
+}
+
+void CudaBackend::allocate_kv(int num_blocks, int block_size) {
+  Impl& m = *impl_;
+  if (num_blocks <= 0 || block_size <= 0)
+    throw Error("allocate_kv: num_blocks " + std::to_string(num_blocks) + " and block_size " +
+                std::to_string(block_size) + " must be positive");
+  VB_CUDA(cudaSetDevice(m.device));
+  VB_CUDA(cudaStreamSynchronize(m.stream));
+  if (m.kv) m.dfree(m.kv, 2 * m.kv_layer_bytes * size_t(m.c.num_layers));
+  m.kv_layer_bytes = size_t(num_blocks) * size_t(block_size) * size_t(m.c.num_kv_heads) * size_t(m.c.head_dim) * 2;
+  const size_t total = 2 * m.kv_layer_bytes * size_t(m.c.num_layers);
+  m.kv = m.dmalloc(total);
+  // Zeros, so a block never holds NaN garbage (masked keys multiply by exactly 0).
+  VB_CUDA(cudaMemset(m.kv, 0, total));
+  m.num_blocks = num_blocks;
+  m.block_size = block_size;
+}
+
+void CudaBackend::Impl::validate(const ForwardBatch& b) const {
+  const size_t T = b.tokens.size();
+  if (num_blocks == 0) throw Error("forward: the KV cache is not allocated (call allocate_kv first)");
+  if (b.positions.size() != T || b.token_seq.size() != T)
+    throw Error("forward: batch has " + std::to_string(T) + " tokens but " + std::to_string(b.positions.size()) +
+                " positions and " + std::to_string(b.token_seq.size()) + " token_seq entries");
+  for (size_t t = 0; t < T; ++t) {
+    if (b.tokens[t] < 0 || b.tokens[t] >= c.vocab_size)
+      throw Error("forward: token " + std::to_string(b.tokens[t]) + " at batch row " + std::to_string(t) +
+                  " is outside the vocabulary (" + std::to_string(c.vocab_size) + ")");
+    const int32_t s = b.token_seq[t], p = b.positions[t];
+    if (s < 0 || size_t(s) >= b.block_tables.size())
+      throw Error("forward: token_seq " + std::to_string(s) + " at batch row " + std::to_string(t) +
+                  " has no block table");
+    if (p < 0) throw Error("forward: negative position at batch row " + std::to_string(t));
+    if (p >= rope_positions)
+      throw Error("forward: position " + std::to_string(p) + " at batch row " + std::to_string(t) +
+                  " is beyond max_position_embeddings (" + std::to_string(rope_positions) + ")");
+    const std::vector<int32_t>& bt = b.block_tables[size_t(s)];
+    if (size_t(p / block_size) >= bt.size())
+      throw Error("forward: position " + std::to_string(p) + " at batch row " + std::to_string(t) +
+                  " is beyond its block table (" + std::to_string(bt.size()) + " blocks)");
+    // The CUDA attention reads a query tile's keys from one block table: a sequence's tokens
+    // must be contiguous in the batch (the engine lays batches out that way).
+    if (t > 0 && b.token_seq[t] != b.token_seq[t - 1])
+      for (size_t u = 0; u + 1 < t; ++u)
+        if (b.token_seq[u] == s) throw Error("forward: the tokens of sequence " + std::to_string(s) + " are not contiguous");
+  }
+  for (const std::vector<int32_t>& bt : b.block_tables)
+    for (int32_t blk : bt)
+      if (blk < 0 || blk >= num_blocks)
+        throw Error("forward: block id " + std::to_string(blk) + " is outside the KV cache (" +
+                    std::to_string(num_blocks) + " blocks)");
+  for (int32_t r : b.logit_rows)
+    if (r < 0 || size_t(r) >= T) throw Error("forward: logit row " + std::to_string(r) + " is not a batch row");
+}
+
+void CudaBackend::Impl::forward(const ForwardBatch& b) {
+  const int T = int(b.tokens.size());
+  const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
+  const int nh = c.num_heads, nkv = c.num_kv_heads;
+  ensure_tokens(T);
+
+  // Host side of the step: slots, flattened block tables, the attention plan, logit rows.
+  std::vector<int32_t> bt_offset(b.block_tables.size());
+  size_t bt_total = 0;
+  for (size_t s = 0; s < b.block_tables.size(); ++s) {
+    bt_offset[s] = int32_t(bt_total);
+    bt_total += b.block_tables[s].size();
+  }
+  int num_seqs = 0;  // sequences with tokens in this step (only fast mode reads it)
+  for (int t = 0; t < T; ++t) num_seqs += t == 0 || b.token_seq[size_t(t)] != b.token_seq[size_t(t - 1)];
+  const size_t state_floats = cuda::attention_state_floats(int(hd)) * size_t(nh);
+  const int max_states = int(ws_bytes / (state_floats * sizeof(float)));
+  AttnPlan plan = cuda::plan_attention(b.positions.data(), b.token_seq.data(), bt_offset.data(), T,
+                                       nh / nkv, part_tokens(num_seqs), max_states);
+  // Layout of the upload: tokens, positions, slots, state_base, block tables, merge tokens,
+  // merge parts, logit rows, items (4 ints each).
+  const size_t n_items = plan.items.size(), n_merge = plan.merge_tokens.size(), R = b.logit_rows.size();
+  const size_t o_tok = 0, o_pos = o_tok + T, o_slot = o_pos + T, o_sb = o_slot + T, o_bt = o_sb + T,
+               o_mt = o_bt + bt_total, o_mp = o_mt + n_merge, o_lr = o_mp + n_merge, o_it = (o_lr + R + 3) / 4 * 4,
+               total = o_it + 4 * n_items;
+  ensure_inputs(total);
+  int32_t* hi = h_in;
+  for (int t = 0; t < T; ++t) {
+    const std::vector<int32_t>& bt = b.block_tables[size_t(b.token_seq[size_t(t)])];
+    const int32_t p = b.positions[size_t(t)];
+    hi[o_tok + t] = b.tokens[size_t(t)];
+    hi[o_pos + t] = p;
+    hi[o_slot + t] = bt[size_t(p / block_size)] * block_size + p % block_size;
+    hi[o_sb + t] = plan.state_base[size_t(t)];
+  }
+  for (size_t s = 0; s < b.block_tables.size(); ++s)
+    std::copy(b.block_tables[s].begin(), b.block_tables[s].end(), hi + o_bt + bt_offset[s]);
+  std::copy(plan.merge_tokens.begin(), plan.merge_tokens.end(), hi + o_mt);
+  std::copy(plan.merge_parts.begin(), plan.merge_parts.end(), hi + o_mp);
+  std::copy(b.logit_rows.begin(), b.logit_rows.end(), hi + o_lr);
+  if (n_items) std::memcpy(hi + o_it, plan.items.data(), n_items * sizeof(AttnItem));
+  VB_CUDA(cudaMemcpyAsync(d_in, h_in, total * 4, cudaMemcpyHostToDevice, stream));
+  const int32_t* d_tok = d_in + o_tok;
+  const int32_t* d_pos = d_in + o_pos;
+  const int32_t* d_slot = d_in + o_slot;
+  in_logit_rows = d_in + o_lr;
+  const AttnItem* d_items = reinterpret_cast<const AttnItem*>(d_in + o_it);
+
+  const float scale = float(1.0 / std::sqrt(double(hd)));  // HF: head_dim ** -0.5 (as the CPU)
+  const float eps = c.rms_norm_eps;
+  const cuda::RowMap flat;
+  cuda::embed(embed, H, d_tok, T, act, x, stream);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const Layer& L = layers[l];
+    if (l == 0) cuda::rmsnorm(x, flat, T, int(H), L.in_norm, eps, act, h, flat, stream);
+    else cuda::add_rmsnorm(x, o, T, int(H), L.in_norm, eps, act, h, stream);  // previous layer's MLP output
+    gemm(h, T, int(H), L.qkv, nqkv, split_qkv, qkv, nullptr);
+    char* q_base = static_cast<char*>(qkv);
+    char* k_base = q_base + size_t(nh * hd) * 2;
+    char* v_base = k_base + size_t(nkv * hd) * 2;
+    cuda::RowMap qmap{nh, nqkv}, kmap{nkv, nqkv}, qkmap{nh + nkv, nqkv};
+    cuda::rmsnorm(q_base, qmap, int64_t(T) * nh, int(hd), L.q_norm, eps, act, q_base, qmap, stream);
+    cuda::rmsnorm(k_base, kmap, int64_t(T) * nkv, int(hd), L.k_norm, eps, act, k_base, kmap, stream);
+    cuda::rope(q_base, qkmap, T, nh + nkv, int(hd), d_pos, rope, act, stream);
+    char* kc = static_cast<char*>(kv) + 2 * kv_layer_bytes * l;
+    char* vc = kc + kv_layer_bytes;
+    // Every token's K/V is in the cache before any token attends (as the CPU reference).
+    cuda::kv_write(k_base, v_base, nqkv, T, nkv, int(hd), d_slot, kc, vc, act, stream);
+    for (const cuda::AttnLaunch& g : plan.launches) {
+      AttnArgs a;
+      a.q = q_base;
+      a.q_ld = nqkv;
+      a.k_cache = kc;
+      a.v_cache = vc;
+      a.out = attn;
+      a.states = ws;
+      a.positions = d_pos;
+      a.block_tables = d_in + o_bt;
+      a.state_base = d_in + o_sb;
+      a.items = d_items + g.item_begin;
+      a.num_items = g.item_end - g.item_begin;
+      a.heads = nh;
+      a.kv_heads = nkv;
+      a.head_dim = int(hd);
+      a.block_size = block_size;
+      a.part_tokens = part_tokens(num_seqs);
+      a.scale = scale;
+      cuda::attention(a, act, stream);
+      cuda::attention_merge(a, d_in + o_mt + g.merge_begin, d_in + o_mp + g.merge_begin, g.merge_end - g.merge_begin,
+                            act, stream);
+    }
+    gemm(attn, T, int(nh * hd), L.o, int(H), split_o, o, nullptr);
+    cuda::add_rmsnorm(x, o, T, int(H), L.post_norm, eps, act, h, stream);
+    gemm(h, T, int(H), L.gu, int(2 * I), split_gu, gu, nullptr);
+    cuda::silu_mul(gu, static_cast<char*>(gu) + size_t(I) * 2, 2 * I, T, I, act, mlp, stream);
+    gemm(mlp, T, int(I), L.down, int(H), split_down, o, nullptr);
+  }
+  // Last residual add fused with the final norm (row-wise: the same bits as norming only the
+  // logit rows, which is what the CPU does).
+  cuda::add_rmsnorm(x, o, T, int(H), final_norm, eps, act, h, stream);
+}
+
+void CudaBackend::Impl::logits_pass(const ForwardBatch& b, int r0, int rn) {
+  (void)b;
+  const int64_t H = c.hidden_size;
+  cuda::gather_rows(h, H, in_logit_rows + r0, rn, act, last, stream);
+  gemm(last, rn, int(H), lm_head, c.vocab_size, split_lm, nullptr, logits);
+}
+
+void CudaBackend::forward_logits(const ForwardBatch& b, float* out) {
+  Impl& m = *impl_;
+  VB_CUDA(cudaSetDevice(m.device));
+  m.validate(b);
+  if (b.tokens.empty()) return;
+  m.forward(b);
+  const int R = int(b.logit_rows.size());
+  const size_t V = size_t(m.c.vocab_size);
+  for (int r0 = 0; r0 < R; r0 += Impl::kLogitRows) {
+    const int rn = std::min(Impl::kLogitRows, R - r0);
+    m.logits_pass(b, r0, rn);
+    // forward_logits is the one call that hands whole logit rows to the host.
+    VB_CUDA(cudaMemcpyAsync(out + size_t(r0) * V, m.logits, size_t(rn) * V * sizeof(float), cudaMemcpyDeviceToHost,
+                            m.stream));
+  }
+  VB_CUDA(cudaStreamSynchronize(m.stream));
+}
+
+void CudaBackend::forward_sample(const ForwardBatch& b, const std::vector<SampleSpec>& specs,
+                                 std::vector<SampleResult>& out) {
+  Impl& m = *impl_;
+  if (specs.size() != b.logit_rows.size())
+    throw Error("forward_sample: " + std::to_string(specs.size()) + " sample specs for " +
+                std::to_string(b.logit_rows.size()) + " logit rows");
+  VB_CUDA(cudaSetDevice(m.device));
+  m.validate(b);
+  const int V = m.c.vocab_size;
+  for (const SampleSpec& s : specs)
+    if (s.score_token >= V)
+      throw Error("sample_row: score_token " + std::to_string(s.score_token) + " is outside the vocab of " +
+                  std::to_string(V));
+  out.assign(specs.size(), SampleResult{});
+  if (b.tokens.empty()) return;
+  m.forward(b);
+  const int R = int(b.logit_rows.size());
+  for (int r0 = 0; r0 < R; r0 += Impl::kLogitRows) {
+    const int rn = std::min(Impl::kLogitRows, R - r0);
+    m.logits_pass(b, r0, rn);
+    // Per-row specs, banned ids, and which rows draw.
+    std::vector<int32_t> banned, draw_slot(size_t(rn), -1), draw_rows;
+    bool any_lp = false;
+    for (int i = 0; i < rn; ++i) {
+      const SampleSpec& s = specs[size_t(r0 + i)];
+      cuda::SampleRowSpec& d = m.h_specs[i];
+      d.temperature = s.temperature;
+      d.top_k = s.top_k;
+      d.top_p = s.top_p;
+      d.min_p = s.min_p;
+      d.seed = s.seed;
+      d.stream = s.stream;
+      d.position = s.position;
+      d.score_token = s.score_token;
+      d.num_top = std::min(s.num_top_logprobs, cuda::kMaxTopLogprobs);
+      d.banned_begin = int32_t(banned.size());
+      for (int32_t id : s.banned)
+        if (id >= 0 && id < V) banned.push_back(id);
+      d.banned_end = int32_t(banned.size());
+      if (s.score_token < 0 && s.temperature > 0.0f) {
+        draw_slot[size_t(i)] = int32_t(draw_rows.size());
+        draw_rows.push_back(i);
+      }
+      any_lp = any_lp || s.want_logprob || s.num_top_logprobs > 0 || s.score_token >= 0;
+    }
+    const size_t n_in = banned.size() + draw_slot.size() + draw_rows.size() + 1;
+    if (n_in > m.samp_in_cap) {
+      m.dfree(m.d_samp_in, m.samp_in_cap * 4);
+      if (m.h_samp_in) cudaFreeHost(m.h_samp_in);
+      m.samp_in_cap = std::max<size_t>(n_in, 1024);
+      m.d_samp_in = static_cast<int32_t*>(m.dmalloc(m.samp_in_cap * 4));
+      VB_CUDA(cudaMallocHost(reinterpret_cast<void**>(&m.h_samp_in), m.samp_in_cap * 4));
+    }
+    std::copy(banned.begin(), banned.end(), m.h_samp_in);
+    std::copy(draw_slot.begin(), draw_slot.end(), m.h_samp_in + banned.size());
+    std::copy(draw_rows.begin(), draw_rows.end(), m.h_samp_in + banned.size() + draw_slot.size());
+    VB_CUDA(cudaMemcpyAsync(m.d_samp_in, m.h_samp_in, n_in * 4, cudaMemcpyHostToDevice, m.stream));
+    VB_CUDA(cudaMemcpyAsync(m.d_specs, m.h_specs, size_t(rn) * sizeof(cuda::SampleRowSpec), cudaMemcpyHostToDevice,
+                            m.stream));
+    if (!draw_rows.empty() && !m.sb.sort_keys) {
+      const size_t n = size_t(Impl::kLogitRows) * size_t(V);
+      m.sb.sort_keys = static_cast<float*>(m.dmalloc(n * 4));
+      m.sb.sort_ids = static_cast<int32_t*>(m.dmalloc(n * 4));
+      m.sb.sorted_keys = static_cast<float*>(m.dmalloc(n * 4));
+      m.sb.sorted_ids = static_cast<int32_t*>(m.dmalloc(n * 4));
+      m.sb.offsets = static_cast<int32_t*>(m.dmalloc((Impl::kLogitRows + 1) * 4));
+      m.sb.temp_bytes = cuda::sampler_temp_bytes(Impl::kLogitRows, V);
+      m.sb.temp = m.dmalloc(m.sb.temp_bytes);
+    }
+    cuda::sample(m.logits, rn, V, m.d_specs, m.d_samp_in, m.d_samp_in + banned.size(),
+                 m.d_samp_in + banned.size() + draw_slot.size(), int(draw_rows.size()), any_lp, m.sb, m.d_out,
+                 m.d_top_ids, m.d_top_lps, m.stream);
+    VB_CUDA(cudaMemcpyAsync(m.h_out, m.d_out, size_t(rn) * sizeof(cuda::SampleRowOut), cudaMemcpyDeviceToHost,
+                            m.stream));
+    if (any_lp) {
+      VB_CUDA(cudaMemcpyAsync(m.h_top_ids, m.d_top_ids, size_t(rn) * cuda::kMaxTopLogprobs * 4,
+                              cudaMemcpyDeviceToHost, m.stream));
+      VB_CUDA(cudaMemcpyAsync(m.h_top_lps, m.d_top_lps, size_t(rn) * cuda::kMaxTopLogprobs * 4,
+                              cudaMemcpyDeviceToHost, m.stream));
+    }
+    VB_CUDA(cudaStreamSynchronize(m.stream));
+    for (int i = 0; i < rn; ++i) {
+      const SampleSpec& s = specs[size_t(r0 + i)];
+      SampleResult& r = out[size_t(r0 + i)];
+      r.token = m.h_out[i].token;
+      r.logprob = any_lp ? m.h_out[i].logprob : 0.0f;
+      const int n = std::min(s.num_top_logprobs, cuda::kMaxTopLogprobs);
+      for (int k = 0; k < n; ++k) {
+        const int32_t id = m.h_top_ids[i * cuda::kMaxTopLogprobs + k];
+        if (id < 0) break;
+        r.top.emplace_back(id, m.h_top_lps[i * cuda::kMaxTopLogprobs + k]);
+      }
+    }
+  }
+}
+
+std::unique_ptr<Backend> make_cuda_backend(const std::string& model_dir, DType dtype, CudaOptions options) {
+  return std::make_unique<CudaBackend>(ModelWeights::load(model_dir), dtype, options);
+}
+
+bool cuda_device_available() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+}  // namespace verbatim

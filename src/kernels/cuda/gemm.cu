@@ -1,0 +1,226 @@
+// GEMM y = x · W^T on tensor cores (mma.sync m16n8k16, fp32 accumulation), the contract's way:
+// each output element is the sum over K in one fixed order chosen from (N, K) alone.
+//
+// Order of one element y[m, n]: K is cut into `split` equal segments (gemm_split_for(N, K)); one
+// warp sums a segment in ascending chunks of 32 k, two MMAs per chunk. Inside a chunk, thread tig
+// of the quad loads 8 consecutive k (one 16-byte load) of its A row and of its B column, and the
+// MMA slots {2·tig, 2·tig+1, 2·tig+8, 2·tig+9} of MMA 1 take chunk offsets 8·tig + {0,1,2,3},
+// those of MMA 2 take 8·tig + {4,5,6,7}: A and B use the same slot→k map, so the product is the
+// plain dot product, grouped in a fixed way. Segments are added in segment order (gemm_reduce).
+// How many rows a warp holds (MT) and how many columns (NT) only decide which warp computes an
+// element; rows never interact inside an MMA (each output element reads only its own row of A),
+// so every M gives the same bits per row (tests/cuda_gemm_test proves it for M = 1..70 and more).
+#include <algorithm>
+#include <string>
+
+#include "kernels/cuda/common.cuh"
+
+namespace verbatim::cuda {
+namespace {
+
+constexpr int kWarps = 4;  // warps per CTA, each with its own columns
+
+struct GemmArgs {
+  const void* x;
+  const void* w;
+  int M, N, K, ldx, ldy;
+  int kseg;          // K per segment (multiple of 32, or K when split == 1)
+  void* y;           // rounded output (split == 1, y32 == null)
+  float* y32;        // fp32 output (split == 1)
+  float* partial;    // [split, M, N] (split > 1)
+};
+
+__device__ __forceinline__ uint4 ld16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+// Weights are read once per step: stream them past L1.
+__device__ __forceinline__ uint4 ld16_stream(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+template <typename T, int MT, int NT, int U>
+__global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int gid = lane >> 2, tig = lane & 3;
+  const int n_base = (blockIdx.y * kWarps + warp) * NT * 8;
+  if (n_base >= a.N) return;  // no barriers in this kernel: a warp may leave early
+  const int m_base = blockIdx.x * MT * 16;
+  const int s = blockIdx.z;
+  const int k_begin = s * a.kseg;
+  const int k_end = min(a.K, k_begin + a.kseg);
+
+  const T* x = static_cast<const T*>(a.x);
+  const T* w = static_cast<const T*>(a.w);
+  // Rows past M / columns past N read a valid row and are never stored: rows are independent.
+  const T* wrow[NT];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) wrow[j] = w + int64_t(min(n_base + j * 8 + gid, a.N - 1)) * a.K;
+  const T* xrow[MT][2];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) xrow[i][h] = x + int64_t(min(m_base + i * 16 + h * 8 + gid, a.M - 1)) * a.ldx;
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+
+  for (int c0 = k_begin; c0 < k_end; c0 += 32 * U) {
+    uint4 bv[U][NT], av[U][MT][2];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int k = c0 + u * 32 + tig * 8;
+      const bool in = k < k_end;  // K % 8 == 0: a thread's 8 values are all in or all out
+#pragma unroll
+      for (int j = 0; j < NT; ++j) bv[u][j] = in ? ld16_stream(wrow[j] + k) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) av[u][i][h] = in ? ld16(xrow[i][h] + k) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (c0 + u * 32 >= k_end) break;  // warp-uniform: a chunk wholly past the segment is skipped
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const uint32_t a1[4] = {av[u][i][0].x, av[u][i][1].x, av[u][i][0].y, av[u][i][1].y};
+        const uint32_t a2[4] = {av[u][i][0].z, av[u][i][1].z, av[u][i][0].w, av[u][i][1].w};
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          mma16816<T>(acc[i][j], a1, bv[u][j].x, bv[u][j].y);
+          mma16816<T>(acc[i][j], a2, bv[u][j].z, bv[u][j].w);
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = m_base + i * 16 + h * 8 + gid;
+      if (m >= a.M) continue;
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int n = n_base + j * 8 + tig * 2;
+        if (n >= a.N) continue;
+        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
+        if (a.partial) {
+          *reinterpret_cast<float2*>(a.partial + (int64_t(s) * a.M + m) * a.N + n) = make_float2(v0, v1);
+        } else if (a.y32) {
+          *reinterpret_cast<float2*>(a.y32 + int64_t(m) * a.ldy + n) = make_float2(v0, v1);
+        } else {
+          *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(m) * a.ldy + n) = pack2<T>(v0, v1);
+        }
+      }
+    }
+}
+
+// y[m, n] = partial[0] + partial[1] + ... in segment order (starting from partial[0], not from 0,
+// so a single segment gives the same bits as the unsplit kernel), then rounded (or fp32).
+template <typename T>
+__global__ void gemm_reduce_kernel(const float* __restrict__ partial, int M, int N, int split, void* y, float* y32,
+                                   int ldy) {
+  const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 2;
+  const int64_t total = int64_t(M) * N;
+  if (i >= total) return;
+  float2 v = *reinterpret_cast<const float2*>(partial + i);
+  for (int s = 1; s < split; ++s) {
+    const float2 p = *reinterpret_cast<const float2*>(partial + int64_t(s) * total + i);
+    v.x = fadd(v.x, p.x);
+    v.y = fadd(v.y, p.y);
+  }
+  const int64_t m = i / N, n = i % N;
+  if (y32) {
+    *reinterpret_cast<float2*>(y32 + m * ldy + n) = v;
+  } else {
+    *reinterpret_cast<uint32_t*>(static_cast<T*>(y) + m * ldy + n) = pack2<T>(v.x, v.y);
+  }
+}
+
+template <typename T, int MT, int NT, int U>
+void launch(const GemmArgs& a, int split, cudaStream_t stream) {
+  dim3 grid(ceil_div(a.M, MT * 16), ceil_div(a.N, kWarps * NT * 8), split);
+  gemm_kernel<T, MT, NT, U><<<grid, kWarps * 32, 0, stream>>>(a);
+  VB_CUDA_LAUNCHED();
+}
+
+// The row tile follows M (speed only; see the header comment): small M holds one 16-row MMA tile
+// per warp and streams W with deep unrolling; large M holds 64 rows x 32 columns per warp.
+template <typename T>
+void launch_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
+  if (a.M <= 16) return launch<T, 1, 2, 4>(a, split, stream);
+  if (a.M <= 32) return launch<T, 2, 2, 4>(a, split, stream);
+  if (a.M <= 64) return launch<T, 4, 2, 2>(a, split, stream);
+  return launch<T, 4, 4, 2>(a, split, stream);
+}
+
+}  // namespace
+
+int gemm_split_for(int N, int K) {
+  // Enough warps to stream W at full bandwidth for one row (about 1024), segments of >= 256 k.
+  // A function of (N, K) only: the same weight always sums in the same segments.
+  const int groups = ceil_div(N, 16);
+  int s = 1;
+  while (groups * s < 1024 && K % (64 * s) == 0 && K / (2 * s) >= 256) s *= 2;
+  return s;
+}
+
+size_t gemm_workspace_bytes(int M, int N, int split) {
+  return split > 1 ? size_t(split) * size_t(M) * size_t(N) * sizeof(float) : 0;
+}
+
+std::string gemm_tile_name(int M) {
+  if (M <= 16) return "mma16816:m16n16u4";
+  if (M <= 32) return "mma16816:m32n16u4";
+  if (M <= 64) return "mma16816:m64n16u2";
+  return "mma16816:m64n32u2";
+}
+
+void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, int split, GemmOut out,
+          float* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (M <= 0) return;
+  if (K % 8 || N % 8 || ldx % 8)
+    throw Error("cuda gemm: K (" + std::to_string(K) + "), N (" + std::to_string(N) +
+                ") and the row stride must be multiples of 8");
+  if (split > 1 && (K % (32 * split))) throw Error("cuda gemm: split " + std::to_string(split) + " does not divide K");
+  const int ldy = out.ldy ? out.ldy : N;
+  GemmArgs a{x, W, M, N, K, ldx, ldy, split > 1 ? K / split : K, out.y, out.y32, nullptr};
+  const size_t ebytes = dtype_size(t);
+  int rows_per_pass = M;
+  if (split > 1) {
+    // Slice M so the partials fit the workspace; each row is computed the same way in any slice.
+    const size_t per_row = size_t(split) * size_t(N) * sizeof(float);
+    rows_per_pass = int(std::min<size_t>(size_t(M), workspace_bytes / per_row));
+    if (rows_per_pass <= 0) throw Error("cuda gemm: workspace too small for one row");
+  }
+  for (int m0 = 0; m0 < M; m0 += rows_per_pass) {
+    GemmArgs s = a;
+    s.M = std::min(rows_per_pass, M - m0);
+    s.x = static_cast<const char*>(x) + size_t(m0) * ldx * ebytes;
+    if (out.y) s.y = static_cast<char*>(out.y) + size_t(m0) * ldy * ebytes;
+    if (out.y32) s.y32 = out.y32 + size_t(m0) * ldy;
+    if (split > 1) s.partial = workspace;
+    if (t == DType::BF16) launch_for_m<bf16>(s, split, stream);
+    else if (t == DType::F16) launch_for_m<f16>(s, split, stream);
+    else throw Error("cuda gemm: activations must be bf16 or fp16");
+    if (split > 1) {
+      const int64_t pairs = int64_t(s.M) * N / 2;
+      const int threads = 256;
+      const int blocks = ceil_div(pairs, threads);
+      if (t == DType::BF16)
+        gemm_reduce_kernel<bf16><<<blocks, threads, 0, stream>>>(workspace, s.M, N, split, s.y, s.y32, ldy);
+      else
+        gemm_reduce_kernel<f16><<<blocks, threads, 0, stream>>>(workspace, s.M, N, split, s.y, s.y32, ldy);
+      VB_CUDA_LAUNCHED();
+    }
+  }
+}
+
+}  // namespace verbatim::cuda

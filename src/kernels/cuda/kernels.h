@@ -1,0 +1,170 @@
+#pragma once
+// Host entry points of the CUDA kernels (one .cu file per op). Every launcher obeys the numeric
+// contract of design.md: an output element's reduction order is a function of its own row's
+// shape (K, head_dim, absolute positions), never of how many rows share the launch. Pointers are
+// device pointers; activations are stored in the activation dtype `t` (BF16 or F16).
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace verbatim::cuda {
+
+// Throws verbatim::Error naming the failed call when `e` is not cudaSuccess.
+void check(cudaError_t e, const char* what, const char* file, int line);
+#define VB_CUDA(x) ::verbatim::cuda::check((x), #x, __FILE__, __LINE__)
+#define VB_CUDA_LAUNCHED() ::verbatim::cuda::check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+
+// ---- GEMM (gemm.cu): y[M, N] = x[M, K] · W[N, K]^T on tensor cores (mma.sync m16n8k16, fp32
+// accumulation). Per output element: K is cut into `split` segments of equal length (a multiple
+// of 32, fixed by (N, K) through gemm_split_for), each summed by one warp in ascending 32-wide
+// chunks (two MMAs per chunk); segment partials are added in segment order by a second kernel.
+// The row tile (how many rows a warp holds) may follow M: rows never interact inside an MMA, and
+// gemm_invariance tests prove it bit for bit.
+int gemm_split_for(int N, int K);
+// Workspace bytes a GEMM with `split` > 1 needs for `M` rows (the launcher slices M to fit).
+size_t gemm_workspace_bytes(int M, int N, int split);
+struct GemmOut {
+  void* y = nullptr;    // [M, ldy] in dtype t, rounded (when y32 is null)
+  float* y32 = nullptr; // [M, ldy] fp32, not rounded (logits)
+  int ldy = 0;          // row stride of the output in elements (0: N)
+};
+void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, int split, GemmOut out,
+          float* workspace, size_t workspace_bytes, cudaStream_t stream);
+// The tile configuration name for M rows (for kernel_config / benchmarks).
+std::string gemm_tile_name(int M);
+
+// ---- RMSNorm (rmsnorm.cu): as cpu::rmsnorm bit for bit: 16 lanes, lane l sums x[k]^2 for
+// k = l, l+16, ... in ascending k, the fixed halving tree, mean = sum / D, inv = 1 / sqrt(mean + eps),
+// y = round(w * round(x * inv)). Row r of x starts at x + (r / heads) * x_tok_stride + (r % heads) * D
+// (heads = 1 for a hidden-size norm; heads > 1 for Qwen3's per-head q/k norm); y likewise.
+struct RowMap {
+  int heads = 1;             // rows per token
+  int64_t tok_stride = 0;    // elements between tokens
+};
+void rmsnorm(const void* x, RowMap xm, int64_t rows, int D, const float* w, float eps, DType t, void* y, RowMap ym,
+             cudaStream_t stream);
+// h = round(h + d) then y = rmsnorm(h): the residual add fused with the next norm (same bits as
+// add_inplace followed by rmsnorm).
+void add_rmsnorm(void* h, const void* d, int64_t rows, int D, const float* w, float eps, DType t, void* y,
+                 cudaStream_t stream);
+
+// ---- RoPE (rope.cu): as cpu::rope: x * cos + rotate_half(x) * sin, two products and one add, then
+// rounded; cos/sin come from a host-made table (cos_sin[pos * head_dim + i] = cos, + half + i = sin),
+// computed by the CPU reference's own formula so both backends rotate by the same bits.
+// The host table: [positions, head_dim] fp32, made with cpu::rope's formula (rope_table.cpp).
+std::vector<float> rope_table(int positions, int head_dim, double theta);
+void rope(void* x, RowMap xm, int64_t T, int heads, int head_dim, const int32_t* positions, const float* cos_sin,
+          DType t, cudaStream_t stream);
+
+// ---- Elementwise (silu_mul.cu, residual_add.cu, embedding.cu).
+// out[t, i] = round(round(silu(gate[t, i])) * up[t, i]); gate/up rows at stride ld_in.
+void silu_mul(const void* gate, const void* up, int64_t ld_in, int64_t T, int64_t D, DType t, void* out,
+              cudaStream_t stream);
+void add_inplace(void* x, const void* y, int64_t n, DType t, cudaStream_t stream);
+// out[t, :] = E[tokens[t], :] (E already in dtype t).
+void embed(const void* E, int64_t hidden, const int32_t* tokens, int64_t T, DType t, void* out, cudaStream_t stream);
+// out[r, :] = x[rows[r], :] for R rows of width D.
+void gather_rows(const void* x, int64_t D, const int32_t* rows, int64_t R, DType t, void* out, cudaStream_t stream);
+
+// ---- Paged KV (attention.cu). Cache of one layer: [num_blocks, block_size, kv_heads, head_dim].
+// Writes k, v rows ([T] at token stride ld) to slot[t] = block * block_size + offset.
+void kv_write(const void* k, const void* v, int64_t ld, int64_t T, int kv_heads, int head_dim,
+              const int32_t* slots, void* k_cache, void* v_cache, DType t, cudaStream_t stream);
+
+// One attention work item: query tokens [first, first + count) of one sequence (contiguous in the
+// batch, all sharing `bt_offset`), and the split-KV part (`part`) of keys it covers.
+struct AttnItem {
+  int32_t first;
+  int32_t count;
+  int32_t part;
+  int32_t bt_offset;  // into the flattened block tables
+};
+struct AttnArgs {
+  const void* q = nullptr;        // [T, heads, head_dim] at token stride q_ld, RoPE applied, rounded
+  int64_t q_ld = 0;               // elements between tokens of q (0: heads * head_dim)
+  const void* k_cache = nullptr;
+  const void* v_cache = nullptr;
+  void* out = nullptr;            // [T, heads, head_dim]
+  float* states = nullptr;        // partial (m, l, acc[head_dim]) per (token, part, head)
+  const int32_t* positions = nullptr;
+  const int32_t* block_tables = nullptr;  // flattened
+  const int32_t* state_base = nullptr;    // [T]: first state index of a multi-part token, or -1
+  const AttnItem* items = nullptr;
+  int num_items = 0;
+  int heads = 0, kv_heads = 0, head_dim = 0, block_size = 0;
+  int part_tokens = 256;          // split-KV part size in tokens (multiple of kAttnTile)
+  float scale = 1.0f;
+};
+// Keys are reduced in tiles of 64 absolute positions (cpu::kAttnTile) with the reference's online
+// softmax (probabilities rounded before P·V); a token whose keys span several parts gets one
+// (m, l, acc) state per part, which attention_merge folds in part order. A token with a single part
+// is written directly. Same arithmetic for prefill, chunked prefill and decode.
+void attention(const AttnArgs& a, DType t, cudaStream_t stream);
+// For each of `count` tokens listed in tokens[] (with state_base >= 0): fold its parts in order.
+void attention_merge(const AttnArgs& a, const int32_t* tokens, const int32_t* num_parts, int count, DType t,
+                     cudaStream_t stream);
+int attention_query_tile(int heads_per_kv);  // query tokens per work item (rows = tokens * group <= 64)
+size_t attention_state_floats(int head_dim);  // floats per (token, part, head) state
+
+// The work of one forward's attention, built on the host from the batch (same for every layer).
+// Launch groups keep the partial states of each group within `max_states` (token, part) states.
+struct AttnLaunch {
+  int item_begin = 0, item_end = 0;    // into items
+  int merge_begin = 0, merge_end = 0;  // into merge_tokens / merge_parts
+};
+struct AttnPlan {
+  std::vector<AttnItem> items;
+  std::vector<int32_t> state_base;     // [T]: first state of a multi-part token within its group, or -1
+  std::vector<int32_t> merge_tokens;   // multi-part tokens
+  std::vector<int32_t> merge_parts;    // their part counts
+  std::vector<AttnLaunch> launches;
+  int max_states = 0;                  // largest group, in (token, part) states
+};
+// positions/token_seq: [T]; seq_bt_offset[s]: offset of sequence s's block table. Tokens of one
+// sequence must be contiguous. part_tokens: split-KV part size (a multiple of 64).
+AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, const int32_t* seq_bt_offset, int T,
+                        int heads_per_kv, int part_tokens, int max_states);
+
+// ---- Sampler (sampler.cu): per logit row, as engine/sampler.h (same steps and tie rules; the
+// sums are fixed-order block reductions instead of one sequential accumulator).
+struct SampleRowSpec {
+  float temperature;
+  int32_t top_k;
+  float top_p;
+  float min_p;
+  uint64_t seed;
+  uint64_t stream;
+  int64_t position;
+  int32_t score_token;
+  int32_t num_top;       // top logprobs wanted
+  int32_t banned_begin;  // into the flattened banned list
+  int32_t banned_end;
+};
+struct SampleRowOut {
+  int32_t token;
+  float logprob;
+};
+constexpr int kMaxTopLogprobs = 20;
+struct SamplerBuffers {
+  float* sort_keys = nullptr;     // [draws, vocab]
+  int32_t* sort_ids = nullptr;    // [draws, vocab]
+  float* sorted_keys = nullptr;   // [draws, vocab]
+  int32_t* sorted_ids = nullptr;  // [draws, vocab]
+  int32_t* offsets = nullptr;     // [draws + 1]
+  void* temp = nullptr;           // sampler_temp_bytes(draws, vocab)
+  size_t temp_bytes = 0;
+  float* stats = nullptr;         // [rows, 2]: max, log(sum exp)
+};
+size_t sampler_temp_bytes(int draws, int vocab);
+// logits: [rows, vocab] fp32. draw_slot[row]: its slot among the num_draws rows that draw (or -1);
+// draw_rows[slot]: the row. out: [rows]; top_ids / top_lps: [rows, kMaxTopLogprobs].
+void sample(const float* logits, int rows, int vocab, const SampleRowSpec* specs, const int32_t* banned,
+            const int32_t* draw_slot, const int32_t* draw_rows, int num_draws, bool any_logprobs,
+            SamplerBuffers& buf, SampleRowOut* out, int32_t* top_ids, float* top_lps, cudaStream_t stream);
+
+}  // namespace verbatim::cuda
