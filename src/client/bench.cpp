@@ -1,0 +1,351 @@
+#include "client/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <memory>
+#include <numeric>
+
+#include "client/stats.h"
+#include "client/svg_plot.h"
+#include "client/table.h"
+#include "client/workers.h"
+#include "core/hash.h"
+
+namespace verbatim::client {
+
+namespace {
+
+using Clients = std::vector<std::unique_ptr<HttpClient>>;
+
+const char* server_letter(int s) { return s == 0 ? "A" : "B"; }
+
+// 6.9, 0.74, 0.075: about two significant digits below 10 ms, as the seed page prints them.
+std::string fmt_ms(double ms) {
+  if (std::isnan(ms)) return "-";
+  return fmt_fixed(ms, ms < 0.1 ? 3 : ms < 1 ? 2 : 1);
+}
+
+int prompts_per_run(const BenchOptions& o, int users) {
+  return o.num_prompts > 0 ? o.num_prompts : std::max(16, 4 * users);
+}
+
+// The prompts of run `seed`: the set in an order of its own (or fresh synthetic ids), cycled to n.
+std::vector<Prompt> prompts_for_run(const BenchOptions& o, int n, int seed) {
+  if (o.input_len > 0) return synthetic_prompts(n, o.input_len, static_cast<uint64_t>(seed));
+  std::vector<size_t> order(o.prompts.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return hash_combine(static_cast<uint64_t>(seed), a) < hash_combine(static_cast<uint64_t>(seed), b);
+  });
+  std::vector<Prompt> out;
+  for (int i = 0; i < n; ++i) out.push_back(o.prompts[order[static_cast<size_t>(i) % order.size()]]);
+  return out;
+}
+
+void ensure_clients(Clients& clients, const Url& url, const ClientOptions& co, int n) {
+  while (static_cast<int>(clients.size()) < n) clients.push_back(std::make_unique<HttpClient>(url, co));
+}
+
+json figures_json(const BenchFigures& f) {
+  auto num = [](double v) { return std::isnan(v) ? json() : json(v); };
+  return json{{"runs", f.runs},
+              {"requests", f.requests},
+              {"output_tokens", f.output_tokens},
+              {"input_tokens", f.input_tokens},
+              {"duration_s", num(f.duration_s)},
+              {"median_tpot_ms", num(f.median_tpot_ms)},
+              {"p99_tpot_ms", num(f.p99_tpot_ms)},
+              {"median_itl_ms", num(f.median_itl_ms)},
+              {"p99_itl_ms", num(f.p99_itl_ms)},
+              {"median_ttft_ms", num(f.median_ttft_ms)},
+              {"p99_ttft_ms", num(f.p99_ttft_ms)},
+              {"output_tok_s", num(f.output_tok_s)},
+              {"req_s", num(f.req_s)}};
+}
+
+BenchFigures figures_of(const std::vector<const BenchRun*>& runs) {
+  BenchFigures f;
+  std::vector<double> ttft, tpot, itl;
+  double tok_s = 0, req_s = 0;
+  for (const BenchRun* r : runs) {
+    ++f.runs;
+    f.requests += r->requests;
+    f.output_tokens += r->output_tokens;
+    f.input_tokens += r->input_tokens;
+    f.duration_s += r->duration_s;
+    ttft.insert(ttft.end(), r->ttft_s.begin(), r->ttft_s.end());
+    tpot.insert(tpot.end(), r->tpot_s.begin(), r->tpot_s.end());
+    itl.insert(itl.end(), r->itl_s.begin(), r->itl_s.end());
+    if (r->duration_s > 0) {
+      tok_s += double(r->output_tokens) / r->duration_s;
+      req_s += double(r->requests) / r->duration_s;
+    }
+  }
+  f.median_tpot_ms = median(tpot) * 1e3;
+  f.p99_tpot_ms = percentile(tpot, 99) * 1e3;
+  f.median_itl_ms = median(itl) * 1e3;
+  f.p99_itl_ms = percentile(itl, 99) * 1e3;
+  f.median_ttft_ms = median(ttft) * 1e3;
+  f.p99_ttft_ms = percentile(ttft, 99) * 1e3;
+  f.output_tok_s = f.runs ? tok_s / f.runs : std::nan("");
+  f.req_s = f.runs ? req_s / f.runs : std::nan("");
+  return f;
+}
+
+std::string now_iso() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// "58% lower" / "12% higher" for B's throughput against A's.
+std::string change_pct(double a, double b) {
+  if (!(a > 0) || std::isnan(b)) return "-";
+  double pct = (1.0 - b / a) * 100.0;
+  if (std::fabs(pct) < 0.5) return "same";
+  return fmt_fixed(std::fabs(pct), 0) + "% " + (pct > 0 ? "lower" : "higher");
+}
+
+}  // namespace
+
+BenchFigures BenchRun::figures() const { return figures_of({this}); }
+
+BenchFigures BenchReport::pooled(int server, int u, int round) const {
+  std::vector<const BenchRun*> sel;
+  for (const auto& r : runs)
+    if (r.server == server && r.users == u && (round == 0 || r.round == round)) sel.push_back(&r);
+  return figures_of(sel);
+}
+
+BenchReport run_bench(const BenchOptions& o, Progress& progress) {
+  if (o.users.empty()) throw Error("--users needs at least one number");
+  for (int u : o.users)
+    if (u < 1 || u > 4096) throw Error("--users values must be between 1 and 4096, not " + std::to_string(u));
+  if (o.seeds < 1) throw Error("--seeds must be at least 1");
+  if (o.input_len <= 0 && o.prompts.empty()) throw Error("no prompts to send");
+
+  BenchReport rep;
+  rep.users = o.users;
+  std::vector<std::string> urls = {o.url};
+  if (!o.vs_url.empty()) urls.push_back(o.vs_url);
+  int max_users = *std::max_element(o.users.begin(), o.users.end());
+  std::vector<Clients> clients(urls.size());
+  std::vector<std::unique_ptr<CacheResetter>> resetters;
+  std::vector<SamplingOptions> sampling(urls.size(), o.sampling);
+  std::vector<ServerFeatures> features(urls.size());
+
+  for (size_t s = 0; s < urls.size(); ++s) {
+    Url url = parse_url(urls[s]);
+    ensure_clients(clients[s], url, o.client, 1);
+    ServerInfo info = discover_server(*clients[s][0], o.sampling.model);
+    if (s > 0 && info.models.is_null()) info = discover_server(*clients[s][0], "");
+    sampling[s].model = info.model;
+    // One short request first: learns the API's options and takes any lazy start-up off the clock.
+    SamplingOptions warm = sampling[s];
+    warm.max_tokens = std::min(warm.max_tokens, 4);
+    std::vector<Prompt> first = prompts_for_run(o, 1, 1);
+    for (const auto& p : first) route_for(p, sampling[s]);
+    Output out = probe_features(*clients[s][0], first[0], warm, features[s]);
+    info.saw_fingerprint(out.fingerprint);
+    features[s].logprobs = false;  // bench never asks for logprobs: they cost time on some servers
+    resetters.push_back(std::make_unique<CacheResetter>(*clients[s][0]));
+    ensure_clients(clients[s], url, o.client, max_users);
+    rep.servers.push_back(std::move(info));
+  }
+
+  // The seed page's order: A, B, A again, each with every seed, then the next number of users.
+  std::vector<std::pair<int, int>> turns = {{0, 1}};
+  if (urls.size() > 1) turns = {{0, 1}, {1, 1}, {0, 2}};
+  int total_runs = static_cast<int>(o.users.size() * turns.size()) * o.seeds, run_no = 0;
+  for (int u : o.users)
+    for (auto [srv, round] : turns)
+      for (int seed = 1; seed <= o.seeds; ++seed) {
+        ++run_no;
+        BenchRun run;
+        run.server = srv;
+        run.round = round;
+        run.users = u;
+        run.seed = seed;
+        run.cache_reset = resetters[static_cast<size_t>(srv)]->reset();
+        for (auto& w : resetters[static_cast<size_t>(srv)]->take_warnings()) {
+          progress.note("warning: " + w);
+          rep.warnings.push_back(w);
+        }
+        SamplingOptions s = sampling[static_cast<size_t>(srv)];
+        if (s.temperature > 0) s.seed = o.sampling.seed.value_or(0) + seed;
+        int n = prompts_per_run(o, u);
+        std::vector<Prompt> prompts = prompts_for_run(o, n, seed);
+        std::vector<StreamTiming> timings(static_cast<size_t>(n));
+        std::string label = "bench " + std::to_string(run_no) + "/" + std::to_string(total_runs) + ": " +
+                            server_letter(srv) + " " + rep.servers[static_cast<size_t>(srv)].url.label() + ", " +
+                            std::to_string(u) + (u == 1 ? " user" : " users") + ", seed " + std::to_string(seed);
+        progress.start(label, n);
+        auto t0 = std::chrono::steady_clock::now();
+        Clients& cs = clients[static_cast<size_t>(srv)];
+        const ServerFeatures& f = features[static_cast<size_t>(srv)];
+        run_users(
+            u, n,
+            [&](int user, int i) {
+              timings[static_cast<size_t>(i)] = generate_streaming(*cs[static_cast<size_t>(user)], prompts[static_cast<size_t>(i)], s, f);
+            },
+            [&](int done) { progress.update(done); });
+        run.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        for (const auto& t : timings) {
+          ++run.requests;
+          run.output_tokens += t.completion_tokens;
+          run.input_tokens += t.prompt_tokens;
+          run.request_output_tokens.push_back(t.completion_tokens);
+          run.e2e_s.push_back(t.end_s);
+          if (t.first_token_s >= 0) run.ttft_s.push_back(t.first_token_s);
+          // TPOT leaves the first token out: it measures decoding, TTFT measures the prefill.
+          if (t.completion_tokens > 1 && t.last_token_s > t.first_token_s)
+            run.tpot_s.push_back((t.last_token_s - t.first_token_s) / double(t.completion_tokens - 1));
+          for (size_t k = 1; k < t.chunk_s.size(); ++k) run.itl_s.push_back(t.chunk_s[k] - t.chunk_s[k - 1]);
+          rep.servers[static_cast<size_t>(srv)].saw_fingerprint(t.fingerprint);
+        }
+        BenchFigures fig = run.figures();
+        progress.finish(std::to_string(n) + " requests in " + fmt_fixed(run.duration_s, 1) + " s, median TPOT " +
+                        fmt_ms(fig.median_tpot_ms) + " ms, " + fmt_count(fig.output_tok_s) + " output tok/s");
+        rep.runs.push_back(std::move(run));
+      }
+  for (const auto& r : rep.runs)
+    if (r.tpot_s.empty()) {
+      rep.warnings.push_back("no request produced two or more tokens in some runs: TPOT is undefined there "
+                             "(raise --max-tokens or pass --ignore-eos)");
+      break;
+    }
+  return rep;
+}
+
+std::string BenchReport::header(const BenchOptions& o) const {
+  std::string h;
+  for (size_t s = 0; s < servers.size(); ++s) {
+    const auto& i = servers[s];
+    std::string fp = i.fingerprints.empty() ? "(none)" : i.fingerprints.front();
+    h += std::string(server_letter(int(s))) + "  " + i.url.text() + "  model " + i.model + "  system_fingerprint " + fp + "\n";
+  }
+  std::string prompts = o.input_len > 0 ? std::to_string(o.input_len) + "-token synthetic prompts" : o.prompt_source + " prompts";
+  std::string per_run = o.num_prompts > 0 ? std::to_string(o.num_prompts) : "max(16, 4 x users)";
+  h += "runs  " + prompts + ", " + per_run + " requests per run, up to " + std::to_string(o.sampling.max_tokens) +
+       " tokens, " + (o.sampling.temperature == 0 ? "greedy" : "temperature " + fmt_fixed(o.sampling.temperature, 2)) +
+       ", " + std::to_string(o.seeds) + (o.seeds == 1 ? " seed" : " seeds") + ", cache reset before each run" +
+       (servers.size() > 1 ? ", order A, B, A" : "") + "\n";
+  return h;
+}
+
+std::string BenchReport::table() const {
+  std::string out;
+  if (servers.size() > 1) {
+    TextTable t({"users", "median TPOT A / B", "output tok/s A / B", "median TTFT A / B", "A again (tok/s)"});
+    for (int u : users) {
+      BenchFigures a = pooled(0, u), b = pooled(1, u);
+      BenchFigures a1 = pooled(0, u, 1), a2 = pooled(0, u, 2);
+      t.add({std::to_string(u),
+             fmt_ms(a.median_tpot_ms) + " / " + fmt_ms(b.median_tpot_ms) + " ms (" +
+                 fmt_ratio(b.median_tpot_ms / a.median_tpot_ms) + ")",
+             fmt_count(a.output_tok_s) + " / " + fmt_count(b.output_tok_s) + " (" + change_pct(a.output_tok_s, b.output_tok_s) + ")",
+             fmt_ms(a.median_ttft_ms) + " / " + fmt_ms(b.median_ttft_ms) + " ms",
+             change_pct(a1.output_tok_s, a2.output_tok_s)});
+    }
+    out += t.str() + "\n";
+  }
+  for (size_t s = 0; s < servers.size(); ++s) {
+    if (servers.size() > 1) out += std::string(server_letter(int(s))) + ": " + servers[s].url.label() + "\n";
+    TextTable t({"users", "median TPOT", "p99 TPOT", "median ITL", "p99 ITL", "median TTFT", "p99 TTFT",
+                 "output tok/s", "req/s"});
+    for (int u : users) {
+      BenchFigures f = pooled(int(s), u);
+      t.add({std::to_string(u), fmt_ms(f.median_tpot_ms) + " ms", fmt_ms(f.p99_tpot_ms) + " ms",
+             fmt_ms(f.median_itl_ms) + " ms", fmt_ms(f.p99_itl_ms) + " ms", fmt_ms(f.median_ttft_ms) + " ms",
+             fmt_ms(f.p99_ttft_ms) + " ms", fmt_count(f.output_tok_s), fmt_fixed(f.req_s, 2)});
+    }
+    out += t.str();
+    if (s + 1 < servers.size()) out += "\n";
+  }
+  for (const auto& w : warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+json BenchReport::to_json(const BenchOptions& o) const {
+  json j;
+  j["tool"] = "verbatim bench";
+  j["created"] = now_iso();
+  json cfg;
+  cfg["url"] = o.url;
+  if (!o.vs_url.empty()) cfg["vs"] = o.vs_url;
+  cfg["users"] = users;
+  cfg["max_tokens"] = o.sampling.max_tokens;
+  cfg["temperature"] = o.sampling.temperature;
+  cfg["chat"] = o.sampling.chat;
+  cfg["ignore_eos"] = o.sampling.ignore_eos;
+  cfg["input_len"] = o.input_len > 0 ? json(o.input_len) : json();
+  cfg["prompt_source"] = o.input_len > 0 ? std::string("synthetic") : o.prompt_source;
+  cfg["num_prompts"] = o.num_prompts > 0 ? json(o.num_prompts) : json("max(16, 4 x users)");
+  cfg["seeds"] = o.seeds;
+  cfg["order"] = servers.size() > 1 ? "A, B, A" : "A";
+  j["config"] = cfg;
+  json sv = json::array();
+  for (size_t s = 0; s < servers.size(); ++s)
+    sv.push_back(json{{"label", server_letter(int(s))}, {"url", servers[s].url.text()}, {"model", servers[s].model},
+                      {"system_fingerprints", servers[s].fingerprints}, {"version", servers[s].version}});
+  j["servers"] = sv;
+  json runs_j = json::array();
+  for (const auto& r : runs) {
+    auto ms = [](const std::vector<double>& v) {
+      json a = json::array();
+      for (double x : v) a.push_back(x * 1e3);
+      return a;
+    };
+    runs_j.push_back(json{{"server", server_letter(r.server)},
+                          {"round", r.round},
+                          {"users", r.users},
+                          {"seed", r.seed},
+                          {"cache_reset", r.cache_reset},
+                          {"figures", figures_json(r.figures())},
+                          {"ttft_ms", ms(r.ttft_s)},
+                          {"tpot_ms", ms(r.tpot_s)},
+                          {"e2e_ms", ms(r.e2e_s)},
+                          {"output_tokens", r.request_output_tokens}});
+  }
+  j["runs"] = runs_j;
+  json summary = json::array();
+  for (int u : users) {
+    json row;
+    row["users"] = u;
+    row["A"] = figures_json(pooled(0, u));
+    if (servers.size() > 1) {
+      BenchFigures a = pooled(0, u), b = pooled(1, u);
+      row["B"] = figures_json(b);
+      row["tpot_ratio_b_over_a"] = a.median_tpot_ms > 0 ? json(b.median_tpot_ms / a.median_tpot_ms) : json();
+      row["output_tok_s_ratio_b_over_a"] = a.output_tok_s > 0 ? json(b.output_tok_s / a.output_tok_s) : json();
+      BenchFigures a1 = pooled(0, u, 1), a2 = pooled(0, u, 2);
+      row["a_round2_over_round1_tok_s"] = a1.output_tok_s > 0 ? json(a2.output_tok_s / a1.output_tok_s) : json();
+    }
+    summary.push_back(row);
+  }
+  j["summary"] = summary;
+  j["warnings"] = warnings;
+  return j;
+}
+
+std::string BenchReport::svg() const {
+  PlotPanel tpot{"median time per output token", "concurrent users", "ms per token", {}};
+  PlotPanel tput{"output throughput", "concurrent users", "output tokens per second", {}};
+  for (size_t s = 0; s < servers.size(); ++s) {
+    std::string name = std::string(server_letter(int(s))) + ": " + servers[s].url.label() + " (" + servers[s].model + ")";
+    PlotSeries a{name, {}}, b{name, {}};
+    for (int u : users) {
+      BenchFigures f = pooled(int(s), u);
+      a.points.push_back({double(u), f.median_tpot_ms});
+      b.points.push_back({double(u), f.output_tok_s});
+    }
+    tpot.series.push_back(a);
+    tput.series.push_back(b);
+  }
+  return svg_line_charts("verbatim bench", {tpot, tput});
+}
+
+}  // namespace verbatim::client

@@ -1,0 +1,185 @@
+#include "client/http_client.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cmath>
+#include <exception>
+
+#include "client/sse.h"
+
+namespace verbatim::client {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string excerpt(const std::string& s, size_t n = 200) {
+  std::string out;
+  for (char c : s.substr(0, n)) out.push_back(c == '\n' || c == '\r' ? ' ' : c);
+  if (s.size() > n) out += "...";
+  return out;
+}
+
+void set_timeout(const std::function<void(time_t, time_t)>& set, double seconds) {
+  double whole = std::floor(seconds);
+  set(static_cast<time_t>(whole), static_cast<time_t>((seconds - whole) * 1e6));
+}
+
+}  // namespace
+
+struct HttpClient::Impl {
+  httplib::Client cli;
+  Impl(const Url& url, const ClientOptions& o) : cli(url.host, url.port) {
+    set_timeout([&](time_t s, time_t us) { cli.set_connection_timeout(s, us); }, o.connect_timeout_s);
+    set_timeout([&](time_t s, time_t us) { cli.set_read_timeout(s, us); }, o.timeout_s);
+    set_timeout([&](time_t s, time_t us) { cli.set_write_timeout(s, us); }, o.timeout_s);
+    cli.set_keep_alive(true);
+    cli.set_tcp_nodelay(true);  // small requests: no Nagle + delayed-ACK stall (40 ms) on the clock
+    httplib::Headers h;
+    if (!o.api_key.empty()) h.emplace("Authorization", "Bearer " + o.api_key);
+    cli.set_default_headers(h);
+  }
+};
+
+HttpClient::HttpClient(Url url, ClientOptions opts)
+    : url_(std::move(url)), opts_(opts), impl_(std::make_unique<Impl>(url_, opts_)) {}
+HttpClient::~HttpClient() = default;
+
+namespace {
+
+// A transport failure (no httplib response) as a message a user can act on.
+ClientError transport_error(const Url& url, const std::string& what, httplib::Error err, double elapsed_s,
+                            const ClientOptions& o) {
+  std::string where = " (" + what + ")";
+  switch (err) {
+    case httplib::Error::Connection:
+    case httplib::Error::BindIPAddress:
+      return ClientError(FailureKind::Unreachable, 0,
+                         "cannot connect to " + url.text() + where + ": is a server listening there?");
+    case httplib::Error::ConnectionTimeout:
+      return ClientError(FailureKind::Unreachable, 0,
+                         "no connection to " + url.text() + " within " + std::to_string(int(o.connect_timeout_s)) +
+                             " s" + where);
+    case httplib::Error::Read:
+    case httplib::Error::Write:
+    case httplib::Error::Unknown:
+    default:
+      if (elapsed_s >= o.timeout_s * 0.95)
+        return ClientError(FailureKind::Timeout, 0,
+                           "no answer from " + url.text() + " within " + std::to_string(int(std::lround(o.timeout_s))) +
+                               " s" + where + "; raise --timeout if the server is only slow");
+      return ClientError(FailureKind::Disconnected, 0,
+                         "the server at " + url.text() + " closed the connection" + where +
+                             " without a complete answer: did it stop or crash? (" + httplib::to_string(err) + ")");
+  }
+}
+
+}  // namespace
+
+ClientError http_status_error(const Url& url, const std::string& method, const std::string& path,
+                              const HttpResponse& res) {
+  std::string server_msg;
+  try {
+    json j = json::parse(res.body);
+    if (j.is_object() && j.contains("error")) {
+      const json& e = j["error"];
+      if (e.is_object() && e.contains("message") && e["message"].is_string()) server_msg = e["message"];
+      else if (e.is_string()) server_msg = e.get<std::string>();
+    } else if (j.is_object() && j.contains("message") && j["message"].is_string()) {
+      server_msg = j["message"];
+    } else if (j.is_object() && j.contains("detail") && j["detail"].is_string()) {
+      server_msg = j["detail"];  // FastAPI's shape (vLLM, SGLang routes)
+    }
+  } catch (const std::exception&) {
+  }
+  std::string shown = server_msg.empty() ? excerpt(res.body) : excerpt(server_msg, 300);
+  ClientError e(FailureKind::HttpStatus, res.status,
+                method + " " + path + " on " + url.text() + " answered HTTP " + std::to_string(res.status) +
+                    (shown.empty() ? "" : ": " + shown));
+  e.server_message = server_msg;
+  return e;
+}
+
+HttpResponse HttpClient::get(const std::string& path) {
+  auto t0 = Clock::now();
+  auto r = impl_->cli.Get(url_.base + path);
+  double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!r) throw transport_error(url_, "GET " + path, r.error(), dt, opts_);
+  return {r->status, r->body};
+}
+
+HttpResponse HttpClient::post(const std::string& path, const json& body) {
+  auto t0 = Clock::now();
+  auto r = impl_->cli.Post(url_.base + path, body.dump(), "application/json");
+  double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!r) throw transport_error(url_, "POST " + path, r.error(), dt, opts_);
+  return {r->status, r->body};
+}
+
+namespace {
+json parse_json_answer(const Url& url, const std::string& what, const std::string& body) {
+  try {
+    return json::parse(body);
+  } catch (const std::exception&) {
+    throw ClientError(FailureKind::BadAnswer, 0,
+                      "the answer to " + what + " from " + url.text() + " is not JSON: '" + excerpt(body, 80) + "'");
+  }
+}
+}  // namespace
+
+json HttpClient::get_json(const std::string& path) {
+  HttpResponse r = get(path);
+  if (r.status < 200 || r.status >= 300) throw http_status_error(url_, "GET", path, r);
+  return parse_json_answer(url_, "GET " + path, r.body);
+}
+
+json HttpClient::post_json(const std::string& path, const json& body) {
+  HttpResponse r = post(path, body);
+  if (r.status < 200 || r.status >= 300) throw http_status_error(url_, "POST", path, r);
+  return parse_json_answer(url_, "POST " + path, r.body);
+}
+
+void HttpClient::post_stream(const std::string& path, const json& body,
+                             const std::function<void(const std::string&)>& on_data) {
+  int status = 0;
+  std::string error_body;
+  std::exception_ptr failure;
+  SseParser sse([&](const std::string& data) { on_data(data); });
+
+  httplib::Request req;
+  req.method = "POST";
+  req.path = url_.base + path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.set_header("Accept", "text/event-stream");
+  req.response_handler = [&](const httplib::Response& res) {
+    status = res.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (status < 200 || status >= 300) {
+      if (error_body.size() < 65536) error_body.append(data, n);
+      return true;
+    }
+    try {
+      sse.feed(std::string_view(data, n));
+      return true;
+    } catch (...) {
+      failure = std::current_exception();  // never unwind through httplib; cancel, rethrow below
+      return false;
+    }
+  };
+  auto t0 = Clock::now();
+  auto r = impl_->cli.send(req);
+  double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (failure) std::rethrow_exception(failure);
+  if (!r) throw transport_error(url_, "POST " + path + ", streaming", r.error(), dt, opts_);
+  if (r->status < 200 || r->status >= 300) throw http_status_error(url_, "POST", path, {r->status, error_body});
+  sse.finish();
+  if (!sse.saw_done() && sse.events() == 0)
+    throw ClientError(FailureKind::BadAnswer, 0,
+                      "POST " + path + " on " + url_.text() + " with \"stream\": true sent no server-sent events");
+}
+
+}  // namespace verbatim::client

@@ -1,0 +1,215 @@
+// `verbatim bench` end to end: complete JSON with plausible figures and a well-formed SVG against
+// our own server and the noisy test server; --vs runs A, B, A and prints ratios that match the
+// servers' known speeds; failing, unreachable, hanging and killed servers exit 2 without hanging.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "client/progress.h"
+#include "support/client_noisy_server.h"
+#include "support/client_process.h"
+#include "support/client_xml.h"
+#include "support/paths.h"
+
+namespace verbatim::test {
+namespace {
+
+using nlohmann::json;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Every figure a run reports is there, finite and in a plausible order.
+void expect_plausible(const json& f, int requests, int64_t output_tokens, const std::string& what) {
+  SCOPED_TRACE(what + ": " + f.dump());
+  for (const char* k : {"median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms", "median_ttft_ms", "p99_ttft_ms",
+                        "output_tok_s", "req_s", "duration_s"}) {
+    ASSERT_TRUE(f.contains(k) && f[k].is_number()) << k;
+    EXPECT_GE(f[k].get<double>(), 0.0) << k;
+  }
+  EXPECT_EQ(f["requests"], requests);
+  EXPECT_EQ(f["output_tokens"], output_tokens);
+  EXPECT_GE(f["p99_tpot_ms"].get<double>(), f["median_tpot_ms"].get<double>());
+  EXPECT_GE(f["p99_ttft_ms"].get<double>(), f["median_ttft_ms"].get<double>());
+  EXPECT_GT(f["median_ttft_ms"].get<double>(), 0.0);
+  EXPECT_GT(f["output_tok_s"].get<double>(), 0.0);
+  EXPECT_GT(f["req_s"].get<double>(), 0.0);
+  // Throughput and time agree: tokens per second times seconds gives the tokens back.
+  double implied = f["output_tok_s"].get<double>() * f["duration_s"].get<double>() / f["runs"].get<double>();
+  EXPECT_NEAR(implied, double(output_tokens) / f["runs"].get<double>(), 0.35 * double(output_tokens));
+}
+
+// A parsed SVG whose polylines are one per (panel, server), each with a point per users value.
+void expect_svg(const std::string& path, size_t servers, size_t users) {
+  std::string doc = read_file(path);
+  std::unique_ptr<XmlElement> root;
+  ASSERT_NO_THROW(root = parse_xml(doc)) << doc.substr(0, 300);
+  EXPECT_EQ(root->name, "svg");
+  EXPECT_EQ(root->attrs["xmlns"], "http://www.w3.org/2000/svg");
+  ASSERT_TRUE(root->attrs.count("viewBox"));
+  double w = 0, h = 0;
+  ASSERT_EQ(std::sscanf(root->attrs["viewBox"].c_str(), "0 0 %lf %lf", &w, &h), 2);
+  auto lines = root->find_all("polyline");
+  ASSERT_EQ(lines.size(), 2 * servers);
+  for (const XmlElement* l : lines) {
+    std::istringstream pts(l->attrs.at("points"));
+    size_t n = 0;
+    for (std::string p; pts >> p; ++n) {
+      double x = -1, y = -1;
+      ASSERT_EQ(std::sscanf(p.c_str(), "%lf,%lf", &x, &y), 2) << p;
+      EXPECT_TRUE(x >= 0 && x <= w && y >= 0 && y <= h) << p;
+    }
+    EXPECT_EQ(n, users);
+  }
+  std::string all_text;
+  for (const XmlElement* t : root->find_all("text")) all_text += t->text + "|";
+  EXPECT_NE(all_text.find("median time per output token"), std::string::npos);
+  EXPECT_NE(all_text.find("output throughput"), std::string::npos);
+}
+
+TEST(Bench, JsonAndSvgAgainstTheNoisyServer) {
+  NoisyServer srv({.token_delay_ms = 2});
+  std::string dir = temp_dir("bench-noisy");
+  auto r = run_verbatim({"bench", "--url", srv.url(), "--users", "1,4", "--num-prompts", "4", "--max-tokens", "8",
+                         "--json", dir + "/b.json", "--plot", dir + "/b.svg"},
+                        120, dir);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json j = json::parse(read_file(dir + "/b.json"));
+  EXPECT_EQ(j["config"]["users"], json::array({1, 4}));
+  EXPECT_EQ(j["config"]["seeds"], 2);
+  ASSERT_EQ(j["runs"].size(), 4u);  // 2 numbers of users x 2 seeds
+  for (const auto& run : j["runs"]) {
+    expect_plausible(run["figures"], 4, 32, "run");
+    EXPECT_EQ(run["cache_reset"], true);
+    EXPECT_EQ(run["tpot_ms"].size(), 4u);
+    // The server waits 2 ms before each token: TPOT cannot be less, nor wildly more on loopback.
+    EXPECT_GE(run["figures"]["median_tpot_ms"].get<double>(), 1.9);
+    EXPECT_LT(run["figures"]["median_tpot_ms"].get<double>(), 50.0);
+  }
+  ASSERT_EQ(j["summary"].size(), 2u);
+  expect_plausible(j["summary"][0]["A"], 8, 64, "summary");
+  EXPECT_GE(srv.resets(), 4);  // a cache reset before every run
+  expect_svg(dir + "/b.svg", 1, 2);
+  // The table: one line per number of users, with the seed page's columns.
+  EXPECT_NE(r.out.find("median TPOT"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n4       "), std::string::npos) << r.out;
+  // Not a terminal: plain progress lines, no carriage returns.
+  EXPECT_NE(r.err.find("bench 1/4: A"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos);
+}
+
+TEST(Bench, VsRunsABAAndReportsRatios) {
+  NoisyServer fast({.token_delay_ms = 1});
+  NoisyServer slow({.token_delay_ms = 6});
+  std::string dir = temp_dir("bench-vs");
+  auto r = run_verbatim({"bench", "--url", fast.url(), "--vs", slow.url(), "--users", "2", "--num-prompts", "4",
+                         "--max-tokens", "10", "--seeds", "1", "--json", dir + "/b.json", "--plot", dir + "/b.svg"},
+                        120, dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json j = json::parse(read_file(dir + "/b.json"));
+  ASSERT_EQ(j["runs"].size(), 3u);
+  EXPECT_EQ(j["runs"][0]["server"], "A");
+  EXPECT_EQ(j["runs"][1]["server"], "B");
+  EXPECT_EQ(j["runs"][2]["server"], "A");
+  EXPECT_EQ(j["runs"][2]["round"], 2);
+  double ratio = j["summary"][0]["tpot_ratio_b_over_a"].get<double>();
+  EXPECT_GT(ratio, 2.0) << r.out;  // 6 ms against about 1 ms per token
+  EXPECT_LT(j["summary"][0]["output_tok_s_ratio_b_over_a"].get<double>(), 0.8);
+  EXPECT_NE(r.out.find("median TPOT A / B"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("% lower)"), std::string::npos) << r.out;
+  expect_svg(dir + "/b.svg", 2, 1);
+}
+
+TEST(Bench, OurServerWithSyntheticPrompts) {
+  std::string dir = temp_dir("bench-serve");
+  ServeProcess srv(fixture("qwen3-tiny-tied"), {"--device", "cpu"}, dir);
+  ASSERT_TRUE(srv.ready()) << srv.log();
+  auto r = run_verbatim({"bench", "--url", srv.url(), "--input-len", "24", "--users", "1,4", "--num-prompts", "4",
+                         "--max-tokens", "8", "--json", dir + "/b.json", "--plot", dir + "/b.svg"},
+                        300, dir);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.code, 0) << r.out << r.err << srv.log();
+  json j = json::parse(read_file(dir + "/b.json"));
+  ASSERT_EQ(j["runs"].size(), 4u);
+  for (const auto& run : j["runs"]) expect_plausible(run["figures"], 4, 32, "run");
+  EXPECT_EQ(j["servers"][0]["system_fingerprints"].size(), 1u);
+  for (const auto& row : j["summary"]) EXPECT_EQ(row["A"]["runs"], 2);
+  expect_svg(dir + "/b.svg", 1, 2);
+  std::cout << r.out;
+}
+
+TEST(BenchFailures, ErrorsUnreachableHangingAndKilled) {
+  std::string dir = temp_dir("bench-fail");
+  {
+    NoisyServer srv({.mode = NoiseMode::Errors500});
+    auto r = run_verbatim({"bench", "--url", srv.url(), "--users", "2", "--num-prompts", "2"}, 30, dir);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("HTTP 500"), std::string::npos) << r.err;
+  }
+  {
+    auto r = run_verbatim({"bench", "--url", "http://127.0.0.1:1", "--users", "1"}, 30, dir);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("cannot connect"), std::string::npos) << r.err;
+  }
+  {
+    NoisyServer srv({.mode = NoiseMode::Hang});
+    auto r = run_verbatim({"bench", "--url", srv.url(), "--users", "1", "--timeout", "1"}, 30, dir);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("no answer from"), std::string::npos) << r.err;
+  }
+  {
+    NoisyServerProcess srv({.token_delay_ms = 20});
+    ChildProcess bench({binary(), "bench", "--url", srv.url(), "--users", "4", "--num-prompts", "64", "--max-tokens", "32"},
+                       dir, "bench-killed");
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    ASSERT_TRUE(bench.running()) << bench.err();
+    srv.kill_now();
+    int code = bench.wait(30);
+    EXPECT_FALSE(bench.timed_out());
+    EXPECT_EQ(code, 2) << bench.err();
+    std::string err = bench.err();
+    EXPECT_TRUE(err.find("closed the connection") != std::string::npos || err.find("cannot connect") != std::string::npos)
+        << err;
+  }
+  {
+    auto r = run_verbatim({"bench", "--url", "http://127.0.0.1:1", "--users", "0"}, 30, dir);
+    EXPECT_NE(r.code, 0);  // a usage error from the command line parser
+  }
+}
+
+TEST(BenchProgress, BarOnATerminalLinesOtherwise) {
+  for (bool tty : {true, false}) {
+    std::FILE* f = std::tmpfile();
+    ASSERT_NE(f, nullptr);
+    client::Progress p(f, tty);
+    p.start("bench 1/1: A", 10);
+    for (int i = 0; i <= 10; ++i) p.update(i);
+    p.finish("10 requests");
+    std::fflush(f);
+    std::rewind(f);
+    std::string s;
+    for (int c; (c = std::fgetc(f)) != EOF;) s.push_back(static_cast<char>(c));
+    std::fclose(f);
+    EXPECT_NE(s.find("bench 1/1: A: 10 requests\n"), std::string::npos) << s;
+    if (tty) {
+      EXPECT_NE(s.find('\r'), std::string::npos);
+      EXPECT_NE(s.find("[##############################] 10/10"), std::string::npos) << s;
+    } else {
+      EXPECT_EQ(s, "bench 1/1: A: 10 requests\n");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace verbatim::test

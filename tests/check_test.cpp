@@ -1,0 +1,345 @@
+// `verbatim check` end to end: against reproducible servers (our own `verbatim serve`, and the
+// noisy test server with its noise off) it prints 0 differing in every row and exits 0; against
+// deliberately non-reproducible servers it finds the differences, their positions and the right
+// verdict and exits 1; unreachable, failing, hanging or killed servers give a clear message and
+// exit 2 quickly. Plus the client pieces the command stands on (URL, SSE, comparison).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "client/compare.h"
+#include "client/sse.h"
+#include "client/url.h"
+#include "support/client_noisy_server.h"
+#include "support/client_process.h"
+#include "support/paths.h"
+
+namespace verbatim::test {
+namespace {
+
+using nlohmann::json;
+
+json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+// The table row whose comparison starts with `name`.
+std::string row_of(const std::string& out, const std::string& name) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(name, 0) == 0) return line;
+  return "";
+}
+
+std::vector<std::string> check_args(const std::string& url, std::vector<std::string> more) {
+  std::vector<std::string> a = {"check", "--url", url, "--num-prompts", "8", "--max-tokens", "12", "--users", "8"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+// ---- the client's pieces ---------------------------------------------------------------------
+
+TEST(ClientUrl, AcceptsTheUsualSpellings) {
+  auto u = client::parse_url("http://127.0.0.1:8000/v1/");
+  EXPECT_EQ(u.host, "127.0.0.1");
+  EXPECT_EQ(u.port, 8000);
+  EXPECT_EQ(u.base, "");
+  EXPECT_EQ(client::parse_url("127.0.0.1:9").port, 9);
+  EXPECT_EQ(client::parse_url("http://h:1/proxy/v1").base, "/proxy");
+  EXPECT_EQ(client::parse_url("http://[::1]:5").host, "::1");
+  EXPECT_EQ(client::parse_url("http://localhost").port, 80);
+  EXPECT_THROW(client::parse_url("https://h:1"), Error);
+  EXPECT_THROW(client::parse_url("http://h:99999"), Error);
+  EXPECT_THROW(client::parse_url("http://:80"), Error);
+  EXPECT_THROW(client::parse_url("nohost"), Error);
+}
+
+TEST(ClientSse, JoinsEventsSplitAnywhere) {
+  std::string stream = "data: {\"a\":1}\r\n\r\n: keep-alive\n\ndata: {\"b\":\ndata: 2}\n\nevent: x\ndata: [DONE]\n\n";
+  for (size_t piece : {1, 2, 3, 7, 1000}) {
+    std::vector<std::string> got;
+    client::SseParser p([&](const std::string& d) { got.push_back(d); });
+    for (size_t i = 0; i < stream.size(); i += piece) p.feed(std::string_view(stream).substr(i, piece));
+    p.finish();
+    ASSERT_EQ(got.size(), 2u) << "piece " << piece;
+    EXPECT_EQ(got[0], "{\"a\":1}");
+    EXPECT_EQ(got[1], "{\"b\":\n2}");
+    EXPECT_TRUE(p.saw_done());
+  }
+  std::vector<std::string> got;
+  client::SseParser p([&](const std::string& d) { got.push_back(d); });
+  p.feed("data: last");  // no closing blank line: still delivered at the end
+  p.finish();
+  EXPECT_EQ(got, std::vector<std::string>{"last"});
+}
+
+TEST(ClientCompare, TokensThenLogprobBits) {
+  client::Output a, b;
+  a.has_token_ids = b.has_token_ids = a.has_logprobs = b.has_logprobs = true;
+  a.token_ids = b.token_ids = {1, 2, 3, 4};
+  a.logprobs = b.logprobs = {-0.5, -1.0, -0.25, -2.0};
+  EXPECT_FALSE(client::compare_outputs(a, b).differs());
+  b.logprobs[2] = std::nextafter(-0.25, 0.0);  // one bit
+  auto d = client::compare_outputs(a, b);
+  EXPECT_FALSE(d.tokens_differ);
+  EXPECT_TRUE(d.logprobs_differ);
+  EXPECT_EQ(d.first_logprob_diff, 2);
+  b.token_ids[3] = 9;
+  d = client::compare_outputs(a, b);
+  EXPECT_TRUE(d.tokens_differ);
+  EXPECT_EQ(d.first_diff, 3);
+  b.token_ids = {1, 2};  // a prefix: differs where the shorter ends
+  EXPECT_EQ(client::compare_outputs(a, b).first_diff, 2);
+  auto row = client::compare_runs({a, a, a}, {a, b, a});
+  EXPECT_EQ(row.token_diffs, std::vector<int>{1});
+  EXPECT_EQ(row.median_position(), 2.0);
+}
+
+// ---- against reproducible and non-reproducible servers ------------------------------------------
+
+TEST(Check, ReproducibleServerGivesZeroInEveryRowAndExitZero) {
+  NoisyServer srv({});
+  std::string dir = temp_dir("check-clean");
+  auto r = run_verbatim(check_args(srv.url(), {"--json", dir + "/c.json"}), 60, dir);
+  ASSERT_FALSE(r.timed_out) << r.err;
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  for (const char* row : {"flushed repeat against fresh", "fresh against warm cache", "8 users at once against one user"}) {
+    std::string line = row_of(r.out, row);
+    EXPECT_NE(line.find("0 of 8"), std::string::npos) << row << "\n" << r.out;
+    EXPECT_NE(line.find("same tokens and logprobs"), std::string::npos) << line;
+  }
+  EXPECT_NE(r.out.find("result: reproducible"), std::string::npos);
+  json j = read_json_file(dir + "/c.json");
+  EXPECT_TRUE(j["reproducible"].get<bool>());
+  EXPECT_EQ(j["exit_code"], 0);
+  EXPECT_EQ(j["rows"].size(), 3u);
+  EXPECT_EQ(j["runs"]["fresh"].size(), 8u);
+  EXPECT_EQ(j["runs"]["fresh"][0]["token_ids"].size(), 12u);
+  EXPECT_EQ(j["features"]["token_ids"], true);
+  EXPECT_GE(srv.resets(), 3);  // a reset before fresh, flushed and the users run
+  // Not vacuous: different prompts gave different tokens.
+  EXPECT_NE(j["runs"]["fresh"][0]["token_ids"], j["runs"]["fresh"][1]["token_ids"]);
+}
+
+TEST(Check, BatchDependentServerIsCaughtAndBlamedOnTheBatch) {
+  NoisyServer srv({.mode = NoiseMode::Concurrency, .noise_from = 5});
+  std::string dir = temp_dir("check-batch");
+  auto r = run_verbatim(check_args(srv.url(), {"--json", dir + "/c.json"}), 60, dir);
+  ASSERT_FALSE(r.timed_out) << r.err;
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(row_of(r.out, "flushed repeat against fresh").find("0 of 8"), std::string::npos) << r.out;
+  EXPECT_NE(row_of(r.out, "fresh against warm cache").find("0 of 8"), std::string::npos) << r.out;
+  std::string users = row_of(r.out, "8 users at once");
+  EXPECT_EQ(users.find("0 of 8"), std::string::npos) << r.out;
+  EXPECT_NE(users.find("the batch causes it"), std::string::npos) << users;
+  EXPECT_NE(r.out.find("NOT reproducible"), std::string::npos);
+  json j = read_json_file(dir + "/c.json");
+  const json& row = j["rows"][2];
+  EXPECT_EQ(row["kind"], "users");
+  EXPECT_GT(row["outputs_differ"].get<int>(), 0);
+  EXPECT_EQ(row["median_first_diff"].get<double>(), 5.0);  // the noise starts at position 5
+  for (const auto& d : row["differing"]) EXPECT_EQ(d["first_diff"], 5);
+  EXPECT_TRUE(row["alone_unstable"].empty());
+  EXPECT_EQ(row["alone_tested"].size(), row["outputs_differ"].get<size_t>());
+}
+
+TEST(Check, ServerThatDiffersEveryCallIsNotReproducibleEvenAlone) {
+  NoisyServer srv({.mode = NoiseMode::CallCount, .noise_from = 3});
+  std::string dir = temp_dir("check-calls");
+  auto r = run_verbatim(check_args(srv.url(), {"--json", dir + "/c.json"}), 60, dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  std::string line = row_of(r.out, "flushed repeat against fresh");
+  EXPECT_NE(line.find("8 of 8"), std::string::npos) << r.out;
+  EXPECT_NE(line.find("not reproducible even alone"), std::string::npos) << line;
+  json j = read_json_file(dir + "/c.json");
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(row["outputs_differ"], 8);
+    EXPECT_EQ(row["median_first_diff"].get<double>(), 3.0);
+  }
+}
+
+TEST(Check, LogprobBitsAreComparedNotJustTokens) {
+  NoisyServer srv({.mode = NoiseMode::LogprobBits, .noise_from = 4});
+  std::string dir = temp_dir("check-logprobs");
+  auto r = run_verbatim(check_args(srv.url(), {}), 60, dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  std::string line = row_of(r.out, "flushed repeat against fresh");
+  EXPECT_NE(line.find("0 of 8"), std::string::npos) << r.out;  // the tokens all match
+  EXPECT_NE(line.find("logprob bits differ"), std::string::npos) << line;
+}
+
+TEST(Check, ComparesTwoServersAndNamesWhatDiffers) {
+  NoisyServer a({});
+  NoisyServer b({.noise_from = 6, .version = "noisy-2", .salt = 1});
+  std::string dir = temp_dir("check-compare");
+  auto r = run_verbatim(check_args(a.url(), {"--compare-url", b.url()}), 60, dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  std::string line = row_of(r.out, "127.0.0.1:" + std::to_string(b.port()) + " against");
+  EXPECT_NE(line.find("8 of 8"), std::string::npos) << r.out;
+  EXPECT_NE(line.find("   6   "), std::string::npos) << line;  // median first difference
+  EXPECT_NE(line.find("the servers differ"), std::string::npos) << line;
+  EXPECT_NE(line.find("version.version noisy-1 -> noisy-2"), std::string::npos) << line;
+  // The same server twice: nothing differs.
+  NoisyServer a2({});
+  r = run_verbatim(check_args(a.url(), {"--compare-url", a2.url()}), 60, dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
+TEST(Check, RecordThenAgainstSaysWhatChanged) {
+  NoisyServer before({});
+  NoisyServer after({.noise_from = 2, .version = "noisy-9", .salt = 3});
+  std::string dir = temp_dir("check-record");
+  std::string rec = dir + "/rec.json";
+  auto r = run_verbatim(check_args(before.url(), {"--record", rec}), 60, dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json j = read_json_file(rec);
+  EXPECT_EQ(j["outputs"].size(), 8u);
+  EXPECT_EQ(j["sampling"]["max_tokens"], 12);
+
+  r = run_verbatim({"check", "--url", before.url(), "--against", rec, "--users", "4"}, 60, dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(row_of(r.out, "this run against").find("0 of 8"), std::string::npos) << r.out;
+
+  r = run_verbatim({"check", "--url", after.url(), "--against", rec, "--users", "4"}, 60, dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  std::string line = row_of(r.out, "this run against");
+  EXPECT_NE(line.find("8 of 8"), std::string::npos) << r.out;
+  EXPECT_NE(line.find("changed since the record"), std::string::npos) << line;
+  EXPECT_NE(line.find("noisy-1 -> noisy-9"), std::string::npos) << line;
+}
+
+TEST(Check, PromptFileWithTextTokenIdsAndChatMessages) {
+  NoisyServer srv({});
+  std::string dir = temp_dir("check-file");
+  std::ofstream(dir + "/p.jsonl") << "\"plain text\"\n[1, 2, 3]\n\n[{\"role\": \"user\", \"content\": \"hi\"}]\n"
+                                  << "{\"prompt\": \"obj\"}\n{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}\n";
+  auto r = run_verbatim({"check", "--url", srv.url(), "--prompts", dir + "/p.jsonl", "--max-tokens", "6", "--users",
+                         "5", "--json", dir + "/c.json"},
+                        60, dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(row_of(r.out, "5 users at once").find("0 of 5"), std::string::npos) << r.out;
+  EXPECT_EQ(read_json_file(dir + "/c.json")["prompts"].size(), 5u);
+  std::ofstream(dir + "/bad.jsonl") << "\"ok\"\n{\"nothing\": 1}\n";
+  r = run_verbatim({"check", "--url", srv.url(), "--prompts", dir + "/bad.jsonl"}, 30, dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.jsonl:2"), std::string::npos) << r.err;
+}
+
+TEST(Check, WarnsAndGoesOnWhenTheCacheCannotBeReset) {
+  NoisyServer srv({.mode = NoiseMode::NoResetRoute});
+  std::string dir = temp_dir("check-noreset");
+  auto r = run_verbatim(check_args(srv.url(), {}), 60, dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("/reset_prefix_cache"), std::string::npos) << r.out;  // the warning
+  EXPECT_NE(row_of(r.out, "fresh against warm cache").find("(no cache reset)"), std::string::npos) << r.out;
+}
+
+// ---- failures: clear message, exit 2, never a hang ---------------------------------------------
+
+TEST(CheckFailures, NothingListening) {
+  int port;
+  {
+    NoisyServer gone({});
+    port = gone.port();
+  }  // stopped: the port is free again
+  std::string dir = temp_dir("check-refused");
+  auto r = run_verbatim({"check", "--url", "http://127.0.0.1:" + std::to_string(port)}, 30, dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("cannot connect to http://127.0.0.1:" + std::to_string(port)), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 10);
+  r = run_verbatim({"check", "--url", "ftp://x"}, 30, dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad URL"), std::string::npos) << r.err;
+}
+
+TEST(CheckFailures, ServerAnsweringErrors) {
+  NoisyServer srv({.mode = NoiseMode::Errors500});
+  std::string dir = temp_dir("check-500");
+  auto r = run_verbatim(check_args(srv.url(), {}), 30, dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("HTTP 500"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fails on purpose"), std::string::npos) << r.err;  // the server's own message
+}
+
+TEST(CheckFailures, ServerThatNeverAnswersTimesOut) {
+  NoisyServer srv({.mode = NoiseMode::Hang});
+  std::string dir = temp_dir("check-hang");
+  auto r = run_verbatim(check_args(srv.url(), {"--timeout", "1"}), 30, dir);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no answer from"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 10);
+}
+
+TEST(CheckFailures, ServerKilledMidRun) {
+  NoisyServerProcess srv({.hold_ms = 150});
+  std::string dir = temp_dir("check-killed");
+  ChildProcess check({binary(), "check", "--url", srv.url(), "--num-prompts", "40", "--max-tokens", "8", "--users", "8"},
+                     dir, "check");
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ASSERT_TRUE(check.running()) << check.err();
+  srv.kill_now();
+  int code = check.wait(30);
+  EXPECT_FALSE(check.timed_out());
+  EXPECT_EQ(code, 2) << check.out() << check.err();
+  std::string err = check.err();
+  EXPECT_TRUE(err.find("closed the connection") != std::string::npos || err.find("cannot connect") != std::string::npos)
+      << err;
+}
+
+// ---- against our own server ---------------------------------------------------------------------
+
+TEST(CheckOurServer, TokenIdPromptsOnTheTinyModel) {
+  std::string dir = temp_dir("check-serve");
+  ServeProcess srv(fixture("qwen3-tiny-tied"), {"--device", "cpu"}, dir);
+  ASSERT_TRUE(srv.ready()) << srv.log();
+  std::ofstream f(dir + "/ids.jsonl");
+  for (int i = 0; i < 12; ++i) {  // a shared 40-token prefix (cache hits), then a tail of its own
+    json ids = json::array();
+    for (int t = 0; t < 40; ++t) ids.push_back(10 + (t * 7) % 500);
+    for (int t = 0; t <= i % 5; ++t) ids.push_back(20 + (i * 31 + t * 3) % 480);
+    f << ids.dump() << "\n";
+  }
+  f.close();
+  auto r = run_verbatim({"check", "--url", srv.url(), "--prompts", dir + "/ids.jsonl", "--max-tokens", "16", "--users",
+                         "12", "--json", dir + "/c.json"},
+                        300, dir);
+  ASSERT_FALSE(r.timed_out) << r.err;
+  EXPECT_EQ(r.code, 0) << r.out << r.err << srv.log();
+  for (const char* row : {"flushed repeat against fresh", "fresh against warm cache", "12 users at once against one user"})
+    EXPECT_NE(row_of(r.out, row).find("0 of 12"), std::string::npos) << row << "\n" << r.out;
+  json j = read_json_file(dir + "/c.json");
+  EXPECT_EQ(j["features"]["token_ids"], true) << "compared by token ids";
+  EXPECT_EQ(j["features"]["logprobs"], true);
+  EXPECT_EQ(j["runs"]["fresh"][0]["token_ids"].size(), 16u);
+  EXPECT_NE(j["runs"]["fresh"][0]["token_ids"], j["runs"]["fresh"][1]["token_ids"]);  // not vacuous
+  std::cout << r.out;
+}
+
+TEST(CheckOurServer, BuiltinPromptsAsChatWithTheRealTokenizer) {
+  std::string dir = temp_dir("check-serve-chat");
+  auto made = run_verbatim({"make-model", "--arch", "tiny", "--out", dir + "/model"}, 120, dir);
+  ASSERT_EQ(made.code, 0) << made.err;
+  ServeProcess srv(dir + "/model", {"--device", "cpu"}, dir);
+  ASSERT_TRUE(srv.ready()) << srv.log();
+  auto r = run_verbatim({"check", "--url", srv.url(), "--chat", "--num-prompts", "4", "--max-tokens", "6", "--users",
+                         "4", "--json", dir + "/c.json"},
+                        300, dir);
+  ASSERT_FALSE(r.timed_out) << r.err;
+  EXPECT_EQ(r.code, 0) << r.out << r.err << srv.log();
+  EXPECT_NE(r.out.find("chat completions, thinking off"), std::string::npos) << r.out;
+  for (const char* row : {"flushed repeat against fresh", "fresh against warm cache", "4 users at once against one user"})
+    EXPECT_NE(row_of(r.out, row).find("0 of 4"), std::string::npos) << row << "\n" << r.out;
+  json j = read_json_file(dir + "/c.json");
+  EXPECT_EQ(j["runs"]["fresh"][0]["token_ids"].size(), 6u);
+  EXPECT_FALSE(j["runs"]["fresh"][0]["text"].get<std::string>().empty());
+  EXPECT_NE(j["runs"]["fresh"][0]["token_ids"], j["runs"]["fresh"][1]["token_ids"]);
+}
+
+}  // namespace
+}  // namespace verbatim::test

@@ -1,0 +1,59 @@
+#pragma once
+// A small but real OpenAI-compatible HTTP server on 127.0.0.1 (cpp-httplib, port chosen by the OS)
+// for the check and bench tests: it can be made deliberately non-reproducible, or failing, so the
+// tests can show that `verbatim check` sees what it should. Tokens are a hash of the prompt and
+// the position; a mode adds the noise a real server's batch, cache or call count would.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace verbatim::test {
+
+enum class NoiseMode {
+  None,         // reproducible: the same request always gives the same tokens
+  Concurrency,  // tokens from position noise_from on change when other requests ran at the same time
+  CallCount,    // tokens from position noise_from on change with every call (nondeterministic alone)
+  LogprobBits,  // tokens reproducible, but a logprob's last bit flips with every call
+  Errors500,    // completions answer HTTP 500 with OpenAI's error JSON
+  Hang,         // completions never answer (until the server stops)
+  NoResetRoute, // reproducible, but neither /reset_prefix_cache nor /flush_cache exists
+};
+
+struct NoisyServerOptions {
+  NoiseMode mode = NoiseMode::None;
+  int noise_from = 5;          // first token position the noise may change
+  int hold_ms = 40;            // how long a non-streamed request stays in flight (to see concurrency)
+  int token_delay_ms = 1;      // between streamed tokens
+  std::string version = "noisy-1";
+  uint64_t salt = 0;           // != 0: tokens from noise_from on differ from an unsalted server's
+};
+
+class NoisyServer {
+ public:
+  explicit NoisyServer(NoisyServerOptions o);
+  ~NoisyServer();
+  NoisyServer(const NoisyServer&) = delete;
+  NoisyServer& operator=(const NoisyServer&) = delete;
+
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int completions() const { return completions_.load(); }
+  int resets() const { return resets_.load(); }
+  void stop();
+
+  // Binds and serves in this process until killed: for tests that kill a server mid-run, call it
+  // in a forked child. Writes the port (as text, newline-terminated) to fd before serving.
+  static void serve_forever(NoisyServerOptions o, int port_fd);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+  std::atomic<int> completions_{0};
+  std::atomic<int> resets_{0};
+  std::thread thread_;
+};
+
+}  // namespace verbatim::test
