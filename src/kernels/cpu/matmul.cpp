@@ -39,7 +39,9 @@ void matmul_impl(const float* x, int64_t M, const Mat& W, DType act, bool round,
 #pragma omp parallel if (parallel)
   for (int64_t m0 = 0; m0 < M; m0 += kMBlock) {
     const int64_t mc = std::min(kMBlock, M - m0);
-#pragma omp for schedule(static) nowait
+    // Dynamic: a thread the OS parks does not hold back the others (which thread computes a row
+    // never changes its bits).
+#pragma omp for schedule(dynamic, 1) nowait
     for (int64_t t = 0; t < ntasks; ++t)
       k.matmul_block(x + m0 * K, mc, W.data, W.dtype, K, t * kNTask, std::min(N, (t + 1) * kNTask),
                      y + m0 * N, N, act, round);
