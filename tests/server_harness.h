@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -37,14 +38,23 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// A tiny random Qwen3 with the real tokenizer (make-model), made once per test binary.
+// A tiny random Qwen3 with the real tokenizer (make-model --arch tiny --seed 3), made once per
+// build tree and shared by every test process (ctest runs each test case as its own process).
+// Built in a private folder and renamed into place, so concurrent first uses never see half of it.
 inline std::string text_model_dir() {
   static const std::string dir = [] {
-    std::string d = temp_dir("text-model") + "/tiny";
+    namespace fs = std::filesystem;
+    fs::path final_dir = fs::path(binary()).parent_path() / "test-models" / "tiny-seed3";
+    if (fs::exists(final_dir / "tokenizer.json") && fs::exists(final_dir / "model.safetensors")) return final_dir.string();
+    fs::create_directories(final_dir.parent_path());
+    fs::path tmp = final_dir.string() + ".tmp-" + std::to_string(getpid());
     std::string cmd = "'";  // appended piece by piece: GCC 12's -Wrestrict misfires on "lit" + string
-    cmd.append(binary()).append("' make-model --arch tiny --seed 3 --out '").append(d).append("' >/dev/null 2>&1");
+    cmd.append(binary()).append("' make-model --arch tiny --seed 3 --out '").append(tmp.string()).append("' >/dev/null 2>&1");
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("make-model failed: " + cmd);
-    return d;
+    std::error_code ec;
+    fs::rename(tmp, final_dir, ec);  // fails if another process won the race: use theirs
+    if (ec) fs::remove_all(tmp);
+    return final_dir.string();
   }();
   return dir;
 }

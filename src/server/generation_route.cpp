@@ -85,6 +85,7 @@ class GenerationRun {
       if (!aborted_.count(i) && !(c.state.finished() && !c.state.needs_abort())) {
         engine_.abort(c.engine_id);
         aborted_.insert(i);
+        if (!c.state.finished()) st_.metrics->request_finished("abort");  // nobody reads its last update
       }
     }
   }

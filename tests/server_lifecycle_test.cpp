@@ -1,0 +1,111 @@
+// `verbatim serve` as a process: startup lines, the periodic status line, SIGTERM (finish what
+// runs, refuse new connections, exit 0), a client hanging up mid-stream (its request is aborted
+// and its KV blocks freed), and 503 when the queue is full.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "server_harness.h"
+
+namespace verbatim::test {
+namespace {
+
+std::string model() { return fixture("qwen3-tiny-tied"); }
+
+json long_stream(int max_tokens) {
+  return {{"prompt", {1, 2, 3, 4, 5, 6, 7, 8}}, {"max_tokens", max_tokens}, {"temperature", 0}, {"stream", true},
+          {"ignore_eos", true}};
+}
+
+bool wait_for(const std::function<bool()>& cond, double timeout_s) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return cond();
+}
+
+TEST(ServerLifecycle, StartupLinesAndStatusLine) {
+  ServerProcess s({model(), "--served-model-name", "fixture"});
+  std::string log = s.log();
+  for (const char* want : {"model fixture", "dtype bfloat16", "device cpu", "KV capacity", "fingerprint fp_",
+                           "ready at http://127.0.0.1:"})
+    EXPECT_NE(log.find(want), std::string::npos) << want << "\n" << log;
+  auto r = post(s.port(), "/v1/completions", long_stream(300));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_TRUE(wait_for([&] { return s.log().find("status: ") != std::string::npos; }, 5)) << s.log();
+}
+
+TEST(ServerLifecycle, SigtermFinishesInFlightStreamsThenExitsZero) {
+  ServerProcess s({model()});
+  int port = s.port();
+  const int n = 1500;
+  SseResult streamed;
+  std::thread client([&] { streamed = post_stream(port, "/v1/completions", long_stream(n)); });
+  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 30));
+  ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+  ASSERT_TRUE(wait_for([&] { return s.log().find("received SIGTERM") != std::string::npos; }, 10));
+  EXPECT_EQ(get(port, "/health").status, 0) << "no new connections once SIGTERM arrived";
+  client.join();
+  EXPECT_TRUE(streamed.done) << "the in-flight stream must finish";
+  size_t tokens = 0;
+  for (auto& e : streamed.events) tokens += e["choices"][0].value("token_ids", json::array()).size();
+  int chunks_with_finish = 0;
+  for (auto& e : streamed.events) chunks_with_finish += !e["choices"][0]["finish_reason"].is_null();
+  EXPECT_EQ(chunks_with_finish, 1);
+  EXPECT_EQ(streamed.events.back()["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(s.wait_exit(60), 0) << s.log();
+  EXPECT_NE(s.log().find("stopped cleanly"), std::string::npos);
+}
+
+TEST(ServerLifecycle, DisconnectMidStreamAbortsAndFreesBlocks) {
+  ServerProcess s({model(), "--no-enable-prefix-caching"});
+  int port = s.port();
+  {
+    RawConnection c(port);
+    c.send_post("/v1/completions", long_stream(3000).dump());
+    std::string got = c.read_until("data: ", 3);
+    ASSERT_NE(got.find("data: "), std::string::npos) << got;
+    ASSERT_EQ(metric(port, "verbatim:num_requests_running"), 1);
+    EXPECT_GT(metric(port, "verbatim:kv_cache_usage_perc"), 0);
+  }  // hang up
+  EXPECT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 0; }, 10));
+  EXPECT_EQ(metric(port, "verbatim:kv_cache_usage_perc"), 0) << "the aborted request's blocks are free";
+  EXPECT_EQ(metric(port, "verbatim:request_success_total", "finished_reason=\"abort\""), 1);
+  EXPECT_LT(metric(port, "verbatim:generation_tokens_total"), 2900) << "generation stopped early";
+  // The same for a non-streaming request whose client gives up.
+  {
+    RawConnection c(port);
+    json b = long_stream(3000);
+    b["stream"] = false;
+    c.send_post("/v1/completions", b.dump());
+    ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 10));
+  }
+  EXPECT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 0; }, 10));
+  EXPECT_EQ(metric(port, "verbatim:request_success_total", "finished_reason=\"abort\""), 2);
+  EXPECT_EQ(post(port, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 2}}).status, 200);
+}
+
+TEST(ServerLifecycle, FullQueueIs503) {
+  ServerProcess s({model(), "--max-num-seqs", "1", "--max-queue-len", "1"});
+  int port = s.port();
+  RawConnection running(port);
+  running.send_post("/v1/completions", long_stream(3000).dump());
+  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 10));
+  HttpResult queued;
+  std::thread waiter([&] { queued = post(port, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 2}}); });
+  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_waiting") == 1; }, 10));
+  auto refused = post(port, "/v1/completions", {{"prompt", {3, 4}}, {"max_tokens", 2}});
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.j["error"]["code"], 503);
+  running.close();  // the long request is aborted; the queued one runs
+  waiter.join();
+  EXPECT_EQ(queued.status, 200) << queued.body;
+}
+
+}  // namespace
+}  // namespace verbatim::test
