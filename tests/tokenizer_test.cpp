@@ -9,6 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <utf8proc.h>
+
 #include "core/error.h"
 #include "support/paths.h"
 #include "tokenizer/byte_level.h"
@@ -42,6 +46,29 @@ TEST(Tokenizer, MatchesEveryHfCase) {
     EXPECT_EQ(qwen().encode(text), ids);
     EXPECT_EQ(qwen().decode(ids), c["decoded"].get<std::string>());
     EXPECT_EQ(qwen().decode(ids, true), c["decoded_skip_special"].get<std::string>());
+  }
+}
+
+// HF tokenizers' own answers on the Unicode edges (fixtures/tokenizer_unicode_cases.json, made on
+// the reference machine by make_tokenizer_unicode_cases.py): Unicode 15-17 letters and digits, odd
+// whitespace, marks newer than HF's NFC tables, seeded random mixtures, random id sequences.
+TEST(Tokenizer, MatchesHfOnUnicodeEdges) {
+  const json fx = read_json(test::fixture("tokenizer_unicode_cases.json"));
+  ASSERT_GE(fx["encode"].size(), 700u);
+  int bad = 0;
+  for (const json& c : fx["encode"]) {
+    const std::string text = c["text"];
+    const std::vector<int32_t> ids = ids_of(c["ids"]);
+    const std::vector<int32_t> got = qwen().encode(text);
+    if (got != ids && bad++ < 5) ADD_FAILURE() << c["name"] << ": " << json(text).dump() << "\n  want " << json(ids) << "\n  got  " << json(got);
+    EXPECT_EQ(qwen().decode(ids), c["decoded"].get<std::string>()) << c["name"];
+    EXPECT_EQ(qwen().decode(ids, true), c["decoded_skip_special"].get<std::string>()) << c["name"];
+  }
+  EXPECT_EQ(bad, 0);
+  for (const json& c : fx["decode"]) {
+    const std::vector<int32_t> ids = ids_of(c["ids"]);
+    EXPECT_EQ(qwen().decode(ids), c["decoded"].get<std::string>()) << json(ids);
+    EXPECT_EQ(qwen().decode(ids, true), c["decoded_skip_special"].get<std::string>()) << json(ids);
   }
 }
 
@@ -156,10 +183,11 @@ TEST(Tokenizer, EncodesAHundredKilobytesFast) {
 
 TEST(PreTokenizer, TranslatesOnigurumaWhitespace) {
   EXPECT_EQ(translate_oniguruma("\\s+(?!\\S)"), "[\\t-\\r\\x{85}\\p{Z}]+(?![^\\t-\\r\\x{85}\\p{Z}])");
-  EXPECT_EQ(translate_oniguruma("[^\\s\\p{L}]"), "[^\\t-\\r\\x{85}\\p{Z}\\p{L}]");
+  EXPECT_EQ(translate_oniguruma("[^\\s?]"), "[^\\t-\\r\\x{85}\\p{Z}?]");
   EXPECT_EQ(translate_oniguruma("\\\\s"), "\\\\s");  // an escaped backslash followed by s
   EXPECT_EQ(translate_oniguruma("[]\\s]"), "[]\\t-\\r\\x{85}\\p{Z}]");
   EXPECT_THROW(translate_oniguruma("[\\S]"), Error);
+  EXPECT_THROW(translate_oniguruma("[\\P{L}]"), Error);
   // U+180E (Mongolian vowel separator) is Cf, not whitespace, for Oniguruma; PCRE2's \s takes it.
   RegexSplitter ws("\\s+", false);
   std::vector<std::string_view> pieces;
@@ -168,6 +196,43 @@ TEST(PreTokenizer, TranslatesOnigurumaWhitespace) {
   EXPECT_EQ(pieces[0], "a\xE1\xA0\x8E" "b");
   EXPECT_EQ(pieces[1], " ");
   EXPECT_EQ(pieces[2], "c");
+}
+
+TEST(PreTokenizer, LettersAndNumbersAreUnicode16LikeHf) {
+  // The additions are written into the class, after PCRE2's own property.
+  const std::string letters = translate_oniguruma("\\p{L}+");
+  EXPECT_EQ(letters.rfind("[\\p{L}", 0), 0u) << letters;
+  EXPECT_NE(letters.find("\\x{13460}-\\x{143FA}"), std::string::npos) << letters;  // Egyptian Hieroglyphs Ext-A (16.0)
+  EXPECT_EQ(translate_oniguruma("\\pN"), translate_oniguruma("\\p{N}"));
+  EXPECT_EQ(translate_oniguruma("\\P{N}").rfind("[^\\p{N}", 0), 0u);
+  RegexSplitter split("\\p{L}+|\\p{N}|[^\\p{L}\\p{N}]+", false);
+  auto pieces_of = [&](const std::string& s) {
+    std::vector<std::string_view> v;
+    split.split(s, v);
+    return v.size();
+  };
+  EXPECT_EQ(pieces_of("a\xE4\xB8\x80"), 1u);          // U+4E00 (1.1): a letter
+  EXPECT_EQ(pieces_of("a\xF0\xB1\x8D\x90"), 1u);     // U+31350 CJK Ext H (15.0): a letter
+  EXPECT_EQ(pieces_of("a\xF0\x93\xA9\xAE"), 1u);     // U+13A6E (16.0): a letter
+  EXPECT_EQ(pieces_of("a\xF0\xB2\x8E\xB0"), 2u);     // U+323B0 CJK Ext J (17.0): not yet, as in HF
+  EXPECT_EQ(pieces_of("\xF0\x96\x84\xB0!"), 2u);     // U+16130 Gurung Khema digit (16.0): a number
+  // The tables bridge PCRE2's Unicode 14.0 to HF's 16.0 by adding only: a newer PCRE2 would need them regenerated.
+  char version[32] = {};
+  pcre2_config_8(PCRE2_CONFIG_UNICODE_VERSION, version);
+  EXPECT_STREQ(version, "14.0.0") << "regenerate src/tokenizer/unicode_tables.cpp (unicode_data/make_tables.py)";
+}
+
+TEST(Normalizer, NfcIsHfsUnicode9Nfc) {
+  EXPECT_EQ(nfc("cafe\xCC\x81"), "caf\xC3\xA9");                  // e + U+0301 composes
+  EXPECT_EQ(nfc("x\xCC\x81\xCC\x96"), "x\xCC\x96\xCC\x81");    // U+0316 (ccc 220) moves before U+0301 (230)
+  // U+0898 (Unicode 14, ccc 230) is a plain starter to HF: nothing moves past it, it stays put.
+  EXPECT_EQ(nfc("x\xE0\xA2\x98\xCC\xB4"), "x\xE0\xA2\x98\xCC\xB4");
+  EXPECT_EQ(nfc("e\xE0\xA2\x98\xCC\x81"), "e\xE0\xA2\x98\xCC\x81");
+  EXPECT_EQ(nfc("e\xCC\x81\xE0\xA2\x98" "e\xCC\x81"), "\xC3\xA9\xE0\xA2\x98\xC3\xA9");
+  // U+11935 U+11930 (Dives Akuru, Unicode 13) would compose to U+11938; HF does not.
+  EXPECT_EQ(nfc("\xF0\x91\xA4\xB5\xF0\x91\xA4\xB0"), "\xF0\x91\xA4\xB5\xF0\x91\xA4\xB0");
+  EXPECT_EQ(nfc("\xF0\x91\xA4\xB8"), "\xF0\x91\xA4\xB8");
+  EXPECT_STREQ(utf8proc_unicode_version(), "15.0.0") << "regenerate src/tokenizer/unicode_tables.cpp (unicode_data/make_tables.py)";
 }
 
 // ---- a small hand-made tokenizer.json to exercise the added-token flags HF honours

@@ -2,14 +2,45 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <cstdio>
 #include <cstdlib>
 #include <utf8proc.h>
 
 #include "core/error.h"
+#include "tokenizer/unicode_tables.h"
+#include "tokenizer/utf8.h"
 
 namespace verbatim {
 namespace {
 constexpr std::string_view kOnigSpaceSet = "\\t-\\r\\x{85}\\p{Z}";
+
+// Class members for \p{L} / \p{N} as HF's Oniguruma (Unicode 16.0) has them: PCRE2's own property
+// plus the code points newer than PCRE2's Unicode tables.
+std::string property_members(char name) {
+  std::string out = std::string("\\p{") + name + "}";
+  const auto table = name == 'L' ? unicode::letter_additions() : unicode::number_additions();
+  char buf[40];
+  for (const auto& r : table) {
+    std::snprintf(buf, sizeof buf, "\\x{%X}-\\x{%X}", static_cast<unsigned>(r.first), static_cast<unsigned>(r.last));
+    out += buf;
+  }
+  return out;
+}
+
+// Recognizes \p{L}, \pL, \p{N}, \pN, \P{..} at p[i] (p[i] == '\\'); returns the escape length or 0.
+size_t property_escape(std::string_view p, size_t i, char* name, bool* negated) {
+  if (i + 2 >= p.size() || (p[i + 1] != 'p' && p[i + 1] != 'P')) return 0;
+  *negated = p[i + 1] == 'P';
+  if (p[i + 2] == 'L' || p[i + 2] == 'N') {
+    *name = p[i + 2];
+    return 3;
+  }
+  if (p.substr(i + 2, 3) == "{L}" || p.substr(i + 2, 3) == "{N}") {
+    *name = p[i + 3];
+    return 5;
+  }
+  return 0;
+}
 
 std::string pcre2_message(int code) {
   PCRE2_UCHAR buf[256];
@@ -46,6 +77,17 @@ std::string translate_oniguruma(std::string_view p) {
   int class_depth = 0;  // inside [...]; Oniguruma allows nested classes
   for (size_t i = 0; i < p.size(); ++i) {
     const char c = p[i];
+    char prop;
+    bool negated;
+    if (c == '\\') {
+      if (const size_t len = property_escape(p, i, &prop, &negated)) {
+        if (negated && class_depth > 0) throw Error("tokenizer: \\P{..} inside a character class is not supported in the split regex");
+        if (class_depth > 0) out += property_members(prop);
+        else out += std::string(negated ? "[^" : "[") + property_members(prop) + "]";
+        i += len - 1;
+        continue;
+      }
+    }
     if (c == '\\' && i + 1 < p.size()) {
       const char e = p[i + 1];
       ++i;
@@ -121,16 +163,43 @@ void RegexSplitter::split(std::string_view text, std::vector<std::string_view>& 
   if (done < text.size()) pieces.push_back(text.substr(done));
 }
 
-std::string nfc(std::string_view text) {
-  bool ascii = true;
-  for (char c : text) ascii &= static_cast<unsigned char>(c) < 0x80;
-  if (ascii) return std::string(text);  // ASCII is already NFC
+namespace {
+std::string utf8proc_nfc(std::string_view text) {
   utf8proc_uint8_t* out = nullptr;
   const auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
                               &out, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   if (n < 0) throw Error(std::string("tokenizer: NFC normalization failed (") + utf8proc_errmsg(n) + ")");
   std::string result(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
   std::free(out);
+  return result;
+}
+}  // namespace
+
+std::string nfc(std::string_view text) {
+  bool ascii = true;
+  for (char c : text) ascii &= static_cast<unsigned char>(c) < 0x80;
+  if (ascii) return std::string(text);  // ASCII is already NFC
+  // HF's NFC treats marks newer than its Unicode 9.0 tables as plain starters: they pass through
+  // untouched and nothing reorders or composes across them, so the text between them is
+  // normalized on its own.
+  const auto opaque = unicode::nfc_opaque();
+  std::string result;
+  size_t done = 0, i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    if (lead < 0x80) { ++i; continue; }
+    utf8proc_int32_t cp = -1;
+    const auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i), static_cast<utf8proc_ssize_t>(text.size() - i), &cp);
+    const size_t len = n > 0 ? static_cast<size_t>(n) : 1;
+    if (cp >= 0 && unicode::contains(opaque, static_cast<char32_t>(cp))) {
+      result += utf8proc_nfc(text.substr(done, i - done));
+      result.append(text.substr(i, len));
+      done = i + len;
+    }
+    i += len;
+  }
+  if (done == 0) return utf8proc_nfc(text);
+  result += utf8proc_nfc(text.substr(done));
   return result;
 }
 

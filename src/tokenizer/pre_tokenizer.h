@@ -9,9 +9,12 @@
 
 namespace verbatim {
 
-// Rewrites the Oniguruma escapes whose meaning differs in PCRE2: \s (and \S) become the Oniguruma
-// Unicode whitespace set [\t-\r\x{85}\p{Z}] (PCRE2's own \s also takes U+180E). Throws Error on
-// a construct it cannot translate (\S inside a class).
+// Rewrites the Oniguruma escapes whose meaning differs in PCRE2 10.42:
+//  * \s (and \S) become the Oniguruma Unicode whitespace set [\t-\r\x{85}\p{Z}] (PCRE2's own \s
+//    also takes U+180E, which HF does not);
+//  * \p{L} / \p{N} (and \pL, \pN, \P{..}) gain the letters / numbers of Unicode 15.0-16.0 that
+//    HF's Oniguruma knows and PCRE2's Unicode 14.0 tables lack (unicode_tables.h).
+// Throws Error on a construct it cannot translate (\S or \P{..} inside a class).
 std::string translate_oniguruma(std::string_view pattern);
 
 class RegexSplitter {
@@ -29,7 +32,8 @@ class RegexSplitter {
   std::unique_ptr<Impl> impl_;
 };
 
-// Unicode NFC (utf8proc) of valid UTF-8 (ASCII text skips utf8proc: it is already NFC).
+// Unicode NFC of valid UTF-8 as HF's normalizer computes it: utf8proc, except that marks newer than
+// HF's Unicode 9.0 tables (unicode::nfc_opaque) are left alone and block reordering/composition.
 std::string nfc(std::string_view text);
 
 }  // namespace verbatim
