@@ -1,6 +1,6 @@
 // render_chat against the Qwen3 template: HF's own renderings (fixtures/chat_template_cases.json,
-// text and ids) and jinja2 renderings of the real template for the message kinds HF's cases lack
-// (fixtures/chat_template_extra_cases.json, made by make_chat_template_extra_cases.py).
+// text and ids) and, for the message kinds those lack, transformers' apply_chat_template on the
+// reference machine (fixtures/chat_template_extra_cases.json, made by make_chat_template_extra_cases.py).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -46,7 +46,7 @@ TEST(ChatTemplate, MatchesEveryHfCaseTextAndIds) {
   }
 }
 
-TEST(ChatTemplate, MatchesJinjaRenderingOfTheRealTemplate) {
+TEST(ChatTemplate, MatchesHfOnToolsReasoningAndOddRoles) {
   const json cases = read_json(test::fixture("chat_template_extra_cases.json"));
   ASSERT_GE(cases.size(), 80u);
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -54,7 +54,8 @@ TEST(ChatTemplate, MatchesJinjaRenderingOfTheRealTemplate) {
     SCOPED_TRACE("extra case " + std::to_string(i) + ": " + c["messages"].dump());
     const std::string text = render_chat(messages_of(c["messages"]), c["add_generation_prompt"], c["enable_thinking"]);
     EXPECT_EQ(text, c["text"].get<std::string>());
-    EXPECT_EQ(qwen().decode(qwen().encode(text)), text);
+    ASSERT_TRUE(c.contains("ids"));
+    EXPECT_EQ(qwen().encode(text), c["ids"].get<std::vector<int32_t>>());
   }
 }
 
