@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,8 @@ const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", n
 
 struct EngineOptions {
   int block_size = 16;
-  int num_kv_blocks = 0;            // 0: the backend's capacity
+  int num_kv_blocks = 0;            // 0: max_num_seqs full-length sequences, capped by
+                                    //    backend.kv_budget_bytes() (engine.cpp, default_kv_blocks)
   int max_num_seqs = 256;
   int max_num_batched_tokens = 2048;
   int max_model_len = 0;            // 0: the model's max_position_embeddings
@@ -59,6 +61,7 @@ struct RequestUpdate {
   FinishReason reason = FinishReason::None;
   int num_prompt_tokens = 0;
   int num_cached_tokens = 0;                  // prompt tokens served from the prefix cache
+  std::string error;                          // set when the engine failed it (reason Abort)
 };
 
 struct EngineStats {
@@ -81,6 +84,9 @@ class Engine {
   // Validates and queues a request; returns its id. Throws InvalidRequest (bad prompt or params,
   // prompt + max_tokens beyond max_model_len) or QueueFull.
   uint64_t add(std::vector<int32_t> prompt, const SamplingParams& params);
+  // The checks add() makes, without queueing. Reads only immutable state: safe from any thread.
+  void validate(const std::vector<int32_t>& prompt, const SamplingParams& params) const;
+  int max_model_len() const;         // the effective limit (options, else the model's)
   void abort(uint64_t id);           // frees its blocks; its final update has reason Abort
   std::vector<RequestUpdate> step(); // one scheduling step; empty when idle
   bool has_work() const;

@@ -1,0 +1,200 @@
+#include "engine/async_engine.h"
+
+#include <climits>
+#include <cstdio>
+
+namespace verbatim {
+
+AsyncEngine::AsyncEngine(std::unique_ptr<Backend> backend, EngineOptions opts) : opts_(opts) {
+  EngineOptions inner = opts;
+  inner.max_waiting = INT_MAX;  // the bound is enforced here, where the inbox is counted too
+  backend_ = backend.get();
+  engine_ = std::make_unique<Engine>(std::move(backend), inner);
+  max_model_len_ = engine_->max_model_len();
+  stats_ = engine_->stats();
+  thread_ = std::thread([this] { run(); });
+  thread_id_ = thread_.get_id();
+}
+
+AsyncEngine::~AsyncEngine() { stop(); }
+
+bool AsyncEngine::accepting() const {
+  std::lock_guard lk(mu_);
+  return accepting_;
+}
+
+uint64_t AsyncEngine::submit(std::vector<int32_t> prompt, const SamplingParams& params, Callback cb) {
+  engine_->validate(prompt, params);  // reads only immutable engine state: safe off-thread
+  std::lock_guard lk(mu_);
+  if (!accepting_) throw ShuttingDown();
+  if (int64_t(inbox_.size()) + stats_.waiting >= opts_.max_waiting) throw QueueFull();
+  const uint64_t id = next_id_++;
+  inbox_.push_back({id, std::move(prompt), params, std::move(cb)});
+  wake_.notify_one();
+  return id;
+}
+
+void AsyncEngine::abort(uint64_t id) {
+  std::lock_guard lk(mu_);
+  aborts_.push_back(id);
+  wake_.notify_one();
+}
+
+EngineStats AsyncEngine::stats() const {
+  std::lock_guard lk(mu_);
+  EngineStats s = stats_;
+  s.waiting += int(inbox_.size());
+  return s;
+}
+
+void AsyncEngine::reset_prefix_cache() {
+  if (std::this_thread::get_id() == thread_id_) {  // from a callback: already between steps
+    engine_->reset_prefix_cache();
+    return;
+  }
+  std::unique_lock lk(mu_);
+  if (exited_) {  // no thread owns the engine any more
+    engine_->reset_prefix_cache();
+    return;
+  }
+  const uint64_t ticket = ++reset_asked_;
+  wake_.notify_one();
+  reset_done_cv_.wait(lk, [&] { return reset_done_ >= ticket || exited_; });
+}
+
+void AsyncEngine::drain_and_stop() {
+  {
+    std::lock_guard lk(mu_);
+    accepting_ = false;
+    draining_ = true;
+    wake_.notify_one();
+  }
+  join();
+}
+
+void AsyncEngine::stop() {
+  {
+    std::lock_guard lk(mu_);
+    accepting_ = false;
+    stopping_ = true;
+    wake_.notify_one();
+  }
+  join();
+}
+
+void AsyncEngine::join() {
+  if (thread_.joinable() && std::this_thread::get_id() != thread_id_) thread_.join();
+}
+
+void AsyncEngine::deliver(const std::vector<RequestUpdate>& updates) {
+  for (const RequestUpdate& u : updates) {
+    auto pid = public_id_.find(u.id);
+    if (pid == public_id_.end()) continue;
+    const uint64_t id = pid->second;
+    auto live = live_.find(id);
+    RequestUpdate out = u;
+    out.id = id;
+    Callback cb = live->second.cb;
+    if (u.finished) {
+      live_.erase(live);
+      public_id_.erase(pid);
+    }
+    try {
+      if (cb) cb(out);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "verbatim: a request callback threw: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "verbatim: a request callback threw\n");
+    }
+  }
+}
+
+void AsyncEngine::fail_all(const std::string& why) {
+  std::vector<RequestUpdate> updates;
+  for (auto& [pub, live] : live_) {
+    engine_->abort(live.engine_id);
+    (void)pub;
+  }
+  // The aborts come back as the engine's pending updates.
+  try {
+    updates = engine_->step();
+  } catch (...) {
+  }
+  for (RequestUpdate& u : updates) u.error = why;
+  deliver(updates);
+  // Anything the engine could not report still gets its final update.
+  std::vector<RequestUpdate> rest;
+  for (auto& [pub, live] : live_) {
+    RequestUpdate u;
+    u.id = live.engine_id;
+    u.finished = true;
+    u.reason = FinishReason::Abort;
+    u.error = why;
+    rest.push_back(u);
+  }
+  deliver(rest);
+}
+
+void AsyncEngine::run() {
+  std::unique_lock lk(mu_);
+  for (;;) {
+    wake_.wait(lk, [&] {
+      return !inbox_.empty() || !aborts_.empty() || reset_asked_ > reset_done_ || stopping_ || draining_ || has_work_;
+    });
+    std::deque<Submission> inbox = std::move(inbox_);
+    inbox_.clear();
+    std::vector<uint64_t> aborts = std::move(aborts_);
+    aborts_.clear();
+    const uint64_t reset_ticket = reset_asked_;
+    const bool do_reset = reset_asked_ > reset_done_;
+    const bool stopping = stopping_;
+    lk.unlock();
+
+    std::vector<RequestUpdate> updates;
+    for (Submission& s : inbox) {
+      try {
+        const uint64_t eid = engine_->add(std::move(s.prompt), s.params);
+        live_.emplace(s.id, Live{eid, std::move(s.cb)});
+        public_id_.emplace(eid, s.id);
+      } catch (const std::exception& e) {  // validated already; only an engine fault lands here
+        RequestUpdate u;
+        u.id = s.id;
+        u.finished = true;
+        u.reason = FinishReason::Abort;
+        u.error = e.what();
+        try {
+          if (s.cb) s.cb(u);
+        } catch (...) {
+        }
+      }
+    }
+    for (uint64_t id : aborts)
+      if (auto it = live_.find(id); it != live_.end()) engine_->abort(it->second.engine_id);
+    if (do_reset) engine_->reset_prefix_cache();  // between steps: no plan holds a block key
+
+    if (stopping) {
+      fail_all("");
+    } else {
+      try {
+        if (engine_->has_work()) updates = engine_->step();
+        deliver(updates);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "verbatim: engine step failed: %s\n", e.what());
+        fail_all(std::string("the engine failed: ") + e.what());
+      }
+    }
+
+    lk.lock();
+    stats_ = engine_->stats();
+    has_work_ = engine_->has_work();
+    if (do_reset) {
+      reset_done_ = reset_ticket;
+      reset_done_cv_.notify_all();
+    }
+    if (stopping || (draining_ && inbox_.empty() && !has_work_)) break;
+  }
+  exited_ = true;
+  reset_done_cv_.notify_all();
+}
+
+}  // namespace verbatim

@@ -1,0 +1,94 @@
+#pragma once
+// The engine on its own thread. That thread alone owns the Engine (and so the running batch);
+// HTTP threads submit, abort and read stats through a mutex-guarded inbox (design.md: one engine
+// thread, requests handed over a queue). Idle, the thread sleeps on a condition variable.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace verbatim {
+
+// submit() after drain_and_stop() / stop() began (maps to HTTP 503).
+class ShuttingDown : public std::runtime_error {
+ public:
+  ShuttingDown() : std::runtime_error("the server is shutting down and takes no new requests") {}
+};
+
+class AsyncEngine {
+ public:
+  // Runs on the ENGINE thread for each update of a request; the last has finished = true. It must
+  // not block (hand the update to the waiting HTTP thread and return): every other request waits
+  // while it runs. It may call submit, abort, stats and reset_prefix_cache, not drain_and_stop or
+  // stop. Exceptions it throws are swallowed.
+  using Callback = std::function<void(const RequestUpdate&)>;
+
+  // Builds the Engine (allocating the KV cache) on the calling thread, then starts the thread.
+  // opts.max_waiting bounds the requests submitted but not yet running.
+  AsyncEngine(std::unique_ptr<Backend> backend, EngineOptions opts);
+  ~AsyncEngine();  // stop()
+
+  // Validates on the calling thread; throws InvalidRequest, QueueFull or ShuttingDown. The returned
+  // id names the request in its updates and in abort().
+  uint64_t submit(std::vector<int32_t> prompt, const SamplingParams& params, Callback cb);
+  // Thread-safe; the request ends with reason Abort (unknown or finished ids are ignored).
+  void abort(uint64_t id);
+  EngineStats stats() const;  // a snapshot taken after the last step (waiting includes the inbox)
+  // Empties the prefix cache between two steps; returns once done.
+  void reset_prefix_cache();
+  // SIGTERM: stop accepting (submit throws ShuttingDown), finish every running and waiting request,
+  // then end the thread. Returns when it has ended.
+  void drain_and_stop();
+  // Stop accepting, abort everything still queued or running (callbacks get reason Abort), end.
+  void stop();
+
+  bool accepting() const;
+  int max_model_len() const { return max_model_len_; }
+  const EngineOptions& options() const { return opts_; }
+  const Backend& backend() const { return *backend_; }  // its const queries (names, config) only
+
+ private:
+  struct Submission {
+    uint64_t id;
+    std::vector<int32_t> prompt;
+    SamplingParams params;
+    Callback cb;
+  };
+  void run();
+  void deliver(const std::vector<RequestUpdate>& updates);
+  void fail_all(const std::string& why);
+  void join();
+
+  std::unique_ptr<Engine> engine_;  // touched only by the engine thread once it runs
+  const Backend* backend_ = nullptr;
+  EngineOptions opts_;
+  int max_model_len_ = 0;
+
+  // Engine-thread state.
+  struct Live { uint64_t engine_id; Callback cb; };
+  std::unordered_map<uint64_t, Live> live_;           // by public id
+  std::unordered_map<uint64_t, uint64_t> public_id_;  // engine id -> public id
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;        // the engine thread waits here when idle
+  std::condition_variable reset_done_cv_;
+  std::deque<Submission> inbox_;
+  std::vector<uint64_t> aborts_;
+  uint64_t next_id_ = 1;
+  uint64_t reset_asked_ = 0, reset_done_ = 0;
+  bool accepting_ = true, draining_ = false, stopping_ = false, has_work_ = false, exited_ = false;
+  EngineStats stats_;
+  std::thread thread_;
+  std::thread::id thread_id_;
+};
+
+}  // namespace verbatim
