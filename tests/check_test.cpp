@@ -239,6 +239,19 @@ TEST(Check, WarnsAndGoesOnWhenTheCacheCannotBeReset) {
   EXPECT_NE(row_of(r.out, "fresh against warm cache").find("(no cache reset)"), std::string::npos) << r.out;
 }
 
+TEST(Check, FallsBackToLogprobTokensWhenTheServerRejectsReturnTokenIds) {
+  NoisyServer srv({.mode = NoiseMode::Concurrency, .noise_from = 4, .strict_fields = true});
+  std::string dir = temp_dir("check-strict");
+  auto r = run_verbatim(check_args(srv.url(), {"--json", dir + "/c.json"}), 60, dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("compared  by token strings and logprobs"), std::string::npos) << r.out;
+  json j = read_json_file(dir + "/c.json");
+  EXPECT_EQ(j["features"]["token_ids"], false);
+  EXPECT_EQ(j["rows"][2]["compared_by"], "token strings");
+  EXPECT_EQ(j["rows"][2]["median_first_diff"].get<double>(), 4.0);  // positions still found
+  EXPECT_FALSE(j["runs"]["fresh"][0].contains("token_ids"));
+}
+
 // ---- failures: clear message, exit 2, never a hang ---------------------------------------------
 
 TEST(CheckFailures, NothingListening) {
@@ -319,6 +332,22 @@ TEST(CheckOurServer, TokenIdPromptsOnTheTinyModel) {
   EXPECT_EQ(j["runs"]["fresh"][0]["token_ids"].size(), 16u);
   EXPECT_NE(j["runs"]["fresh"][0]["token_ids"], j["runs"]["fresh"][1]["token_ids"]);  // not vacuous
   std::cout << r.out;
+}
+
+TEST(CheckOurServer, ApiKeyIsSentAndAWrongOneIsAClearError) {
+  std::string dir = temp_dir("check-serve-key");
+  ServeProcess srv(fixture("qwen3-tiny-tied"), {"--device", "cpu", "--api-key", "sesame"}, dir);
+  ASSERT_TRUE(srv.ready()) << srv.log();
+  std::ofstream(dir + "/ids.jsonl") << "[1, 2, 3]\n[4, 5, 6, 7]\n";
+  auto r = run_verbatim({"check", "--url", srv.url(), "--prompts", dir + "/ids.jsonl", "--max-tokens", "4", "--api-key",
+                         "wrong"},
+                        60, dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("HTTP 401"), std::string::npos) << r.err;
+  r = run_verbatim({"check", "--url", srv.url(), "--prompts", dir + "/ids.jsonl", "--max-tokens", "4", "--api-key",
+                    "sesame"},
+                   60, dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
 }
 
 TEST(CheckOurServer, BuiltinPromptsAsChatWithTheRealTokenizer) {

@@ -58,7 +58,7 @@ int run(const BenchArgs& a) {
     client::BenchReport r = client::run_bench(o, progress);
     std::printf("%s\n%s", r.header(o).c_str(), r.table().c_str());
     std::fflush(stdout);
-    if (!a.json_file.empty()) write_file(a.json_file, r.to_json(o).dump(2) + "\n");
+    if (!a.json_file.empty()) write_file(a.json_file, r.to_json(o).dump(2, ' ', false, client::json::error_handler_t::replace) + "\n");
     if (!a.plot_file.empty()) write_file(a.plot_file, r.svg());
     return 0;
   } catch (const Error& e) {

@@ -24,7 +24,7 @@ struct CheckArgs {
 void write_json(const std::string& path, const client::json& j) {
   std::ofstream out(path);
   if (!out) throw Error("cannot write " + path);
-  out << j.dump(2) << "\n";
+  out << j.dump(2, ' ', false, client::json::error_handler_t::replace) << "\n";
   if (!out) throw Error("cannot write " + path);
 }
 

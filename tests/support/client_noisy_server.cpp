@@ -80,6 +80,8 @@ struct NoisyServer::Impl {
       return error(res, 400, "body is not JSON");
     }
     if (o.mode == NoiseMode::Errors500) return error(res, 500, "the noisy test server fails on purpose");
+    if (o.strict_fields && body.contains("return_token_ids"))
+      return error(res, 400, "Unrecognized request argument supplied: return_token_ids");
     if (o.mode == NoiseMode::Hang) {
       for (int i = 0; i < 600 && !stopping; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       return error(res, 503, "stopping");

@@ -28,6 +28,7 @@ struct NoisyServerOptions {
   int token_delay_ms = 1;      // between streamed tokens
   std::string version = "noisy-1";
   uint64_t salt = 0;           // != 0: tokens from noise_from on differ from an unsalted server's
+  bool strict_fields = false;  // 400 on "return_token_ids", as a strict OpenAI-only server would
 };
 
 class NoisyServer {
