@@ -45,11 +45,11 @@ template <int HD> struct Smem {
 
 // Loads keys [t0, t0 + 64) of the kv head into smem; positions >= limit are zero-filled (never
 // read from the cache: they may not exist, and zeros keep masked products exactly 0).
-template <typename T, int HD>
+template <typename T, int HD, int WARPS>
 __device__ __forceinline__ void load_tile(T* ks, T* vs, const T* kc, const T* vc, const int32_t* bt, int t0, int limit,
                                           int block_size, int kv_heads, int kvh) {
   constexpr int kChunks = HD / 8;
-  for (int idx = threadIdx.x; idx < kTile * kChunks; idx += kThreads) {
+  for (int idx = threadIdx.x; idx < kTile * kChunks; idx += WARPS * 32) {
     const int key = idx / kChunks, c = idx % kChunks;
     const int pos = t0 + key;
     T* kd = ks + key * Smem<HD>::kStride + c * 8;
@@ -66,28 +66,98 @@ __device__ __forceinline__ void load_tile(T* ks, T* vs, const T* kc, const T* vc
   }
 }
 
+// The per-row quantities one warp gets from one tile of 64 keys (rows gid and gid + 8 of its 16):
+// mn = max(m_in, max of the tile's scores) for rows with keys in the tile (`active`), the tile's
+// probabilities p = round(exp(s - mn)) summed in a fixed order (`sum`, quad tree), and o = P·V
+// from 0 (`o`, MMA over the keys in steps of 16). Inactive rows get p = 0 and keep m_in.
 template <typename T, int HD>
-__global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* smem = reinterpret_cast<T*>(smem_raw);
-  const AttnItem item = a.items[blockIdx.x];
-  const int kvh = blockIdx.y;
+__device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], const T* ks, const T* vs, int t0,
+                                             const int (&pos)[2], const bool (&valid)[2], const float (&m_in)[2],
+                                             float scale, float (&mn)[2], float (&sum)[2], bool (&active)[2],
+                                             float (&o)[HD / 8][4]) {
+  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+  float s[8][4];
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) s[nt][c] = 0.0f;
+    const T* krow = ks + (nt * 8 + gid) * Smem<HD>::kStride + tig * 2;
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      const uint32_t b0 = *reinterpret_cast<const uint32_t*>(krow + kk * 16);
+      const uint32_t b1 = *reinterpret_cast<const uint32_t*>(krow + kk * 16 + 8);
+      mma16816<T>(s[nt], qa[kk], b0, b1);
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    active[h] = valid[h] && t0 <= pos[h];  // a row skips tiles past its own position
+    float mt = kNegInf;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int kp = t0 + nt * 8 + tig * 2 + e;
+        const float v = kp <= pos[h] ? fmul(s[nt][2 * h + e], scale) : kNegInf;
+        s[nt][2 * h + e] = v;
+        mt = fmaxf(mt, v);
+      }
+    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
+    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
+    mn[h] = active[h] ? fmaxf(m_in[h], mt) : m_in[h];
+    float sm = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float v = s[nt][2 * h + e];
+        const float p = (active[h] && v != kNegInf) ? round_as<T>(exp_f32(fsub(v, mn[h]))) : 0.0f;
+        s[nt][2 * h + e] = p;
+        sm = fadd(sm, p);
+      }
+    // Quad sum in a fixed tree; every lane of the quad ends with the same bits.
+    sm = fadd(sm, __shfl_xor_sync(0xffffffffu, sm, 1));
+    sm = fadd(sm, __shfl_xor_sync(0xffffffffu, sm, 2));
+    sum[h] = sm;
+  }
+#pragma unroll
+  for (int n = 0; n < HD / 8; ++n)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) o[n][c] = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t pa[4] = {pack2<T>(s[2 * j][0], s[2 * j][1]), pack2<T>(s[2 * j][2], s[2 * j][3]),
+                            pack2<T>(s[2 * j + 1][0], s[2 * j + 1][1]), pack2<T>(s[2 * j + 1][2], s[2 * j + 1][3])};
+    const int mi = lane >> 3, ri = lane & 7;
+#pragma unroll
+    for (int nt = 0; nt < HD / 8; nt += 2) {
+      const T* src = vs + (j * 16 + (mi & 1) * 8 + ri) * Smem<HD>::kStride + (nt + (mi >> 1)) * 8;
+      uint32_t b0, b1, b2, b3;
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+                   : "r"(smem_addr(src)));
+      mma16816<T>(o[nt], pa, b0, b1);
+      mma16816<T>(o[nt + 1], pa, b2, b3);
+    }
+  }
+}
+
+// The part states' fold, the same function in the CTA (fold kernel) and in the merge kernel.
+__device__ __forceinline__ void fold_scalars(float& m, float& l, float mi, float li, float& fa, float& fb) {
+  const float mn = fmaxf(m, mi);
+  fa = exp_f32(fsub(m, mn));
+  fb = exp_f32(fsub(mi, mn));
+  l = fadd(fmul(l, fa), fmul(li, fb));
+  m = mn;
+}
+
+// Rows of the CTA for this thread: (token, head, position) of rows gid and gid + 8 of its warp.
+template <int HD>
+__device__ __forceinline__ void row_setup(const AttnArgs& a, const AttnItem& item, int kvh, int (&pos)[2],
+                                          int (&token)[2], int (&head)[2], bool (&valid)[2]) {
   const int group = a.heads / a.kv_heads;
   const int R = item.count * group;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int gid = lane >> 2, tig = lane & 3;
-  const T* kc = static_cast<const T*>(a.k_cache);
-  const T* vc = static_cast<const T*>(a.v_cache);
-  const int32_t* bt = a.block_tables + item.bt_offset;
-
-  int maxpos = 0;
-  for (int i = 0; i < item.count; ++i) maxpos = max(maxpos, a.positions[item.first + i]);
-  const int p0 = item.part * a.part_tokens;
-  const int p1 = min(p0 + a.part_tokens, maxpos + 1);  // keys this CTA reads: [p0, p1)
-
-  // This thread's two rows (gid and gid + 8 of the warp's 16).
-  int pos[2], token[2], head[2];
-  bool valid[2];
+  const int warp = threadIdx.x >> 5, gid = (threadIdx.x & 31) >> 2;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = warp * 16 + h * 8 + gid;
@@ -96,24 +166,58 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
     head[h] = kvh * group + (valid[h] ? r % group : 0);
     pos[h] = valid[h] ? a.positions[token[h]] : -1;
   }
-  const bool warp_active = warp * 16 < R;
-
-  // Q fragments (A operand), k-steps of 16 over head_dim.
-  uint32_t qa[HD / 16][4];
-  {
-    const T* q = static_cast<const T*>(a.q);
-    const int64_t ld = a.q_ld ? a.q_ld : int64_t(a.heads) * HD;
-    const T* qr0 = q + int64_t(token[0]) * ld + int64_t(head[0]) * HD;
-    const T* qr1 = q + int64_t(token[1]) * ld + int64_t(head[1]) * HD;
+}
+template <typename T, int HD>
+__device__ __forceinline__ void load_q(const AttnArgs& a, const int (&token)[2], const int (&head)[2],
+                                       const bool (&valid)[2], uint32_t (&qa)[HD / 16][4]) {
+  const int tig = threadIdx.x & 3;
+  const T* q = static_cast<const T*>(a.q);
+  const int64_t ld = a.q_ld ? a.q_ld : int64_t(a.heads) * HD;
+  const T* qr0 = q + int64_t(token[0]) * ld + int64_t(head[0]) * HD;
+  const T* qr1 = q + int64_t(token[1]) * ld + int64_t(head[1]) * HD;
 #pragma unroll
-    for (int ks = 0; ks < HD / 16; ++ks) {
-      const int d = ks * 16 + tig * 2;
-      qa[ks][0] = valid[0] ? *reinterpret_cast<const uint32_t*>(qr0 + d) : 0u;
-      qa[ks][1] = valid[1] ? *reinterpret_cast<const uint32_t*>(qr1 + d) : 0u;
-      qa[ks][2] = valid[0] ? *reinterpret_cast<const uint32_t*>(qr0 + d + 8) : 0u;
-      qa[ks][3] = valid[1] ? *reinterpret_cast<const uint32_t*>(qr1 + d + 8) : 0u;
-    }
+  for (int ks = 0; ks < HD / 16; ++ks) {
+    const int d = ks * 16 + tig * 2;
+    qa[ks][0] = valid[0] ? *reinterpret_cast<const uint32_t*>(qr0 + d) : 0u;
+    qa[ks][1] = valid[1] ? *reinterpret_cast<const uint32_t*>(qr1 + d) : 0u;
+    qa[ks][2] = valid[0] ? *reinterpret_cast<const uint32_t*>(qr0 + d + 8) : 0u;
+    qa[ks][3] = valid[1] ? *reinterpret_cast<const uint32_t*>(qr1 + d + 8) : 0u;
   }
+}
+template <typename T, int HD>
+__device__ __forceinline__ void store_out(const AttnArgs& a, int token, int head, const float (&acc)[HD / 8][4], int h,
+                                          float l) {
+  const int tig = threadIdx.x & 3;
+  T* o = static_cast<T*>(a.out) + (int64_t(token) * a.heads + head) * HD;
+#pragma unroll
+  for (int n = 0; n < HD / 8; ++n)
+    *reinterpret_cast<uint32_t*>(o + n * 8 + tig * 2) = pack2<T>(fdiv(acc[n][2 * h], l), fdiv(acc[n][2 * h + 1], l));
+}
+
+// Per-part items: the part's tiles in the reference's online softmax; a single-part row is
+// finished here, a multi-part row's state goes to attention_merge.
+template <typename T, int HD, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, int item_offset) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* smem = reinterpret_cast<T*>(smem_raw);
+  const AttnItem item = a.items[item_offset + blockIdx.x];
+  if (item.count == 0) return;  // graph padding (uniform over the CTA: before any barrier)
+  const int kvh = blockIdx.y;
+  const int R = item.count * (a.heads / a.kv_heads);
+  const int warp = threadIdx.x >> 5;
+  const T* kc = static_cast<const T*>(a.k_cache);
+  const T* vc = static_cast<const T*>(a.v_cache);
+  const int32_t* bt = a.block_tables + item.bt_offset;
+  int maxpos = 0;
+  for (int i = 0; i < item.count; ++i) maxpos = max(maxpos, a.positions[item.first + i]);
+  const int p0 = item.part * a.part_tokens;
+  const int p1 = min(p0 + a.part_tokens, maxpos + 1);
+  int pos[2], token[2], head[2];
+  bool valid[2];
+  row_setup<HD>(a, item, kvh, pos, token, head, valid);
+  const bool warp_active = warp * 16 < R;
+  uint32_t qa[HD / 16][4];
+  load_q<T, HD>(a, token, head, valid, qa);
 
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
   float acc[HD / 8][4];
@@ -121,17 +225,16 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
   for (int n = 0; n < HD / 8; ++n)
 #pragma unroll
     for (int c = 0; c < 4; ++c) acc[n][c] = 0.0f;
-
   const int ntiles = p1 > p0 ? (p1 - p0 + kTile - 1) / kTile : 0;
   if (ntiles > 0)
-    load_tile<T, HD>(smem, smem + Smem<HD>::kTileElems, kc, vc, bt, p0, p1, a.block_size, a.kv_heads, kvh);
+    load_tile<T, HD, WARPS>(smem, smem + Smem<HD>::kTileElems, kc, vc, bt, p0, p1, a.block_size, a.kv_heads, kvh);
   cp_async_commit();
   for (int it = 0; it < ntiles; ++it) {
     const int t0 = p0 + it * kTile;
     const int buf = it & 1;
-    if (it + 1 < ntiles) {
+    if (it + 1 < ntiles) {  // only parts of several tiles use the second stage
       T* nb = smem + size_t(buf ^ 1) * 2 * Smem<HD>::kTileElems;
-      load_tile<T, HD>(nb, nb + Smem<HD>::kTileElems, kc, vc, bt, t0 + kTile, p1, a.block_size, a.kv_heads, kvh);
+      load_tile<T, HD, WARPS>(nb, nb + Smem<HD>::kTileElems, kc, vc, bt, t0 + kTile, p1, a.block_size, a.kv_heads, kvh);
     }
     cp_async_commit();
     cp_async_wait<1>();
@@ -139,103 +242,29 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
     const T* ks = smem + size_t(buf) * 2 * Smem<HD>::kTileElems;
     const T* vs = ks + Smem<HD>::kTileElems;
     if (warp_active) {
-      // S = Q K^T for 8 groups of 8 keys.
-      float s[8][4];
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) s[nt][c] = 0.0f;
-        const T* krow = ks + (nt * 8 + gid) * Smem<HD>::kStride + tig * 2;
-#pragma unroll
-        for (int kk = 0; kk < HD / 16; ++kk) {
-          const uint32_t b0 = *reinterpret_cast<const uint32_t*>(krow + kk * 16);
-          const uint32_t b1 = *reinterpret_cast<const uint32_t*>(krow + kk * 16 + 8);
-          mma16816<T>(s[nt], qa[kk], b0, b1);
-        }
-      }
-      // Online softmax per row (h = 0: row gid, h = 1: row gid + 8).
-      float alpha[2];
+      float mn[2], sum[2], o[HD / 8][4];
       bool active[2];
+      tile_compute<T, HD>(qa, ks, vs, t0, pos, valid, m, a.scale, mn, sum, active, o);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        active[h] = valid[h] && t0 <= pos[h];  // a row skips tiles past its own position
-        float mt = kNegInf;
+        if (!active[h]) continue;
+        const float alpha = (m[h] == kNegInf) ? 0.0f : exp_f32(fsub(m[h], mn[h]));
+        l[h] = fadd(fmul(l[h], alpha), sum[h]);
 #pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
+        for (int n = 0; n < HD / 8; ++n)
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int kp = t0 + nt * 8 + tig * 2 + e;
-            const float v = kp <= pos[h] ? fmul(s[nt][2 * h + e], a.scale) : kNegInf;
-            s[nt][2 * h + e] = v;
-            mt = fmaxf(mt, v);
-          }
-        mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
-        mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
-        const float mn = active[h] ? fmaxf(m[h], mt) : m[h];
-        alpha[h] = (m[h] == kNegInf) ? 0.0f : exp_f32(fsub(m[h], mn));
-        float sum = 0.0f;
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float v = s[nt][2 * h + e];
-            const float p = (active[h] && v != kNegInf) ? round_as<T>(exp_f32(fsub(v, mn))) : 0.0f;
-            s[nt][2 * h + e] = p;
-            sum = fadd(sum, p);
-          }
-        // Quad sum in a fixed tree; every lane of the quad ends with the same bits.
-        sum = fadd(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
-        sum = fadd(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
-        if (active[h]) {
-          l[h] = fadd(fmul(l[h], alpha[h]), sum);
-          m[h] = mn;
-        }
+          for (int e = 0; e < 2; ++e) acc[n][2 * h + e] = fadd(fmul(acc[n][2 * h + e], alpha), o[n][2 * h + e]);
+        m[h] = mn[h];
       }
-      // O_tile = P V (from 0), then acc = acc * a + O_tile.
-      float o[HD / 8][4];
-#pragma unroll
-      for (int n = 0; n < HD / 8; ++n)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) o[n][c] = 0.0f;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t pa[4] = {pack2<T>(s[2 * j][0], s[2 * j][1]), pack2<T>(s[2 * j][2], s[2 * j][3]),
-                                pack2<T>(s[2 * j + 1][0], s[2 * j + 1][1]), pack2<T>(s[2 * j + 1][2], s[2 * j + 1][3])};
-        const int mi = lane >> 3, ri = lane & 7;
-#pragma unroll
-        for (int nt = 0; nt < HD / 8; nt += 2) {
-          const T* src = vs + (j * 16 + (mi & 1) * 8 + ri) * Smem<HD>::kStride + (nt + (mi >> 1)) * 8;
-          uint32_t b0, b1, b2, b3;
-          asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                       : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
-                       : "r"(smem_addr(src)));
-          mma16816<T>(o[nt], pa, b0, b1);
-          mma16816<T>(o[nt + 1], pa, b2, b3);
-        }
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        if (active[h])
-#pragma unroll
-          for (int n = 0; n < HD / 8; ++n)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) acc[n][2 * h + e] = fadd(fmul(acc[n][2 * h + e], alpha[h]), o[n][2 * h + e]);
     }
     __syncthreads();  // every warp is done with this buffer before it is refilled
   }
-
-  // A single-part token is finished here; otherwise this part's state goes to the merge.
+  const int tig = threadIdx.x & 3;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (!valid[h] || pos[h] < p0) continue;
-    const int parts = pos[h] / a.part_tokens + 1;
-    if (parts == 1) {
-      T* o = static_cast<T*>(a.out) + (int64_t(token[h]) * a.heads + head[h]) * HD;
-#pragma unroll
-      for (int n = 0; n < HD / 8; ++n) {
-        const int d = n * 8 + tig * 2;
-        *reinterpret_cast<uint32_t*>(o + d) = pack2<T>(fdiv(acc[n][2 * h], l[h]), fdiv(acc[n][2 * h + 1], l[h]));
-      }
+    if (pos[h] / a.part_tokens == 0) {
+      store_out<T, HD>(a, token[h], head[h], acc, h, l[h]);
     } else {
       const int64_t st = int64_t(a.state_base[token[h]] + item.part) * a.heads + head[h];
       float* sp = a.states + st * (HD + 4);
@@ -244,12 +273,90 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
         sp[1] = l[h];
       }
 #pragma unroll
-      for (int n = 0; n < HD / 8; ++n) {
-        const int d = n * 8 + tig * 2;
-        *reinterpret_cast<float2*>(sp + 4 + d) = make_float2(acc[n][2 * h], acc[n][2 * h + 1]);
-      }
+      for (int n = 0; n < HD / 8; ++n)
+        *reinterpret_cast<float2*>(sp + 4 + n * 8 + tig * 2) = make_float2(acc[n][2 * h], acc[n][2 * h + 1]);
     }
   }
+}
+
+// Whole-row items (contract, parts of one tile): every tile of the rows, each tile's state
+// (m_t, 0 + sum, 0 + P·V: the per-part kernel's arithmetic for a one-tile part) folded in order.
+template <typename T, int HD>
+__global__ void __launch_bounds__(kThreads) attention_fold_kernel(AttnArgs a, int item_offset) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* smem = reinterpret_cast<T*>(smem_raw);
+  const AttnItem item = a.items[item_offset + blockIdx.x];
+  if (item.count == 0) return;
+  const int kvh = blockIdx.y;
+  const int R = item.count * (a.heads / a.kv_heads);
+  const int warp = threadIdx.x >> 5;
+  const T* kc = static_cast<const T*>(a.k_cache);
+  const T* vc = static_cast<const T*>(a.v_cache);
+  const int32_t* bt = a.block_tables + item.bt_offset;
+  int maxpos = 0;
+  for (int i = 0; i < item.count; ++i) maxpos = max(maxpos, a.positions[item.first + i]);
+  int pos[2], token[2], head[2];
+  bool valid[2];
+  row_setup<HD>(a, item, kvh, pos, token, head, valid);
+  const bool warp_active = warp * 16 < R;
+  uint32_t qa[HD / 16][4];
+  load_q<T, HD>(a, token, head, valid, qa);
+
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
+  float acc[HD / 8][4];
+#pragma unroll
+  for (int n = 0; n < HD / 8; ++n)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) acc[n][c] = 0.0f;
+  const int ntiles = maxpos / kTile + 1;
+  const int limit = maxpos + 1;
+  load_tile<T, HD, 4>(smem, smem + Smem<HD>::kTileElems, kc, vc, bt, 0, limit, a.block_size, a.kv_heads, kvh);
+  cp_async_commit();
+  for (int it = 0; it < ntiles; ++it) {
+    const int t0 = it * kTile;
+    const int buf = it & 1;
+    if (it + 1 < ntiles) {
+      T* nb = smem + size_t(buf ^ 1) * 2 * Smem<HD>::kTileElems;
+      load_tile<T, HD, 4>(nb, nb + Smem<HD>::kTileElems, kc, vc, bt, t0 + kTile, limit, a.block_size, a.kv_heads, kvh);
+    }
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    const T* ks = smem + size_t(buf) * 2 * Smem<HD>::kTileElems;
+    const T* vs = ks + Smem<HD>::kTileElems;
+    if (warp_active) {
+      const float fresh[2] = {kNegInf, kNegInf};
+      float mn[2], sum[2], o[HD / 8][4];
+      bool active[2];
+      tile_compute<T, HD>(qa, ks, vs, t0, pos, valid, fresh, a.scale, mn, sum, active, o);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (!active[h]) continue;
+        // The tile's state, exactly as the per-part kernel leaves a one-tile part.
+        const float lt = fadd(0.0f, sum[h]);
+        if (it == 0) {
+          m[h] = mn[h];
+          l[h] = lt;
+#pragma unroll
+          for (int n = 0; n < HD / 8; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) acc[n][2 * h + e] = fadd(0.0f, o[n][2 * h + e]);
+        } else {
+          float fa, fb;
+          fold_scalars(m[h], l[h], mn[h], lt, fa, fb);
+#pragma unroll
+          for (int n = 0; n < HD / 8; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              acc[n][2 * h + e] = fadd(fmul(acc[n][2 * h + e], fa), fmul(fadd(0.0f, o[n][2 * h + e]), fb));
+        }
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    if (valid[h]) store_out<T, HD>(a, token[h], head[h], acc, h, l[h]);
 }
 
 // One warp per (multi-part token, head): fold the part states in part order, then out = acc / l.
@@ -262,6 +369,7 @@ __global__ void merge_kernel(AttnArgs a, const int32_t* __restrict__ tokens, con
   const int i = w / a.heads, head = w % a.heads;
   const int token = tokens[i];
   const int parts = num_parts[i];
+  if (parts <= 1) return;  // graph padding / single-part tokens: finished by the attention kernel
   constexpr int kPer = (HD + 31) / 32;
   const float* st = a.states + (int64_t(a.state_base[token]) * a.heads + head) * (HD + 4);
   const int64_t stride = int64_t(a.heads) * (HD + 4);
@@ -271,14 +379,11 @@ __global__ void merge_kernel(AttnArgs a, const int32_t* __restrict__ tokens, con
   for (int c = 0; c < kPer; ++c) acc[c] = (lane + 32 * c < HD) ? st[4 + lane + 32 * c] : 0.0f;
   for (int p = 1; p < parts; ++p) {
     const float* sp = st + p * stride;
-    const float mi = sp[0], li = sp[1];
-    const float mn = fmaxf(m, mi);
-    const float fa = exp_f32(fsub(m, mn)), fb = exp_f32(fsub(mi, mn));
-    l = fadd(fmul(l, fa), fmul(li, fb));
+    float fa, fb;
+    fold_scalars(m, l, sp[0], sp[1], fa, fb);  // the fold kernel's arithmetic, in the same order
 #pragma unroll
     for (int c = 0; c < kPer; ++c)
       if (lane + 32 * c < HD) acc[c] = fadd(fmul(acc[c], fa), fmul(sp[4 + lane + 32 * c], fb));
-    m = mn;
   }
   T* o = static_cast<T*>(a.out) + (int64_t(token) * a.heads + head) * HD;
 #pragma unroll
@@ -301,26 +406,47 @@ __global__ void kv_write_kernel(const T* __restrict__ k, const T* __restrict__ v
 }
 
 template <typename T, int HD>
-void launch_attention(const AttnArgs& a, cudaStream_t stream) {
-  const size_t smem = Smem<HD>::bytes(sizeof(T));
-  static bool configured = false;  // per instantiation; the attribute is per kernel
-  if (!configured) {
-    VB_CUDA(cudaFuncSetAttribute(attention_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    configured = true;
+size_t stage_bytes() { return 2 * Smem<HD>::kTileElems * sizeof(T); }  // K and V of one tile
+
+template <typename T, int HD>
+void prepare_hd() {
+  // Shared memory: two stages of K and V tiles (the per-part kernel uses one stage for one-tile parts).
+  VB_CUDA(cudaFuncSetAttribute(attention_part_kernel<T, HD, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(2 * stage_bytes<T, HD>())));
+  VB_CUDA(cudaFuncSetAttribute(attention_part_kernel<T, HD, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(2 * stage_bytes<T, HD>())));
+  VB_CUDA(cudaFuncSetAttribute(attention_fold_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(2 * stage_bytes<T, HD>())));
+}
+
+template <typename T, int HD>
+void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t stream) {
+  const size_t stages = a.part_tokens > kTile ? 2 : 1;
+  if (g.small_end > g.small_begin) {
+    attention_part_kernel<T, HD, 1><<<dim3(g.small_end - g.small_begin, a.kv_heads), 32, stages * stage_bytes<T, HD>(),
+                                      stream>>>(a, g.small_begin);
+    VB_CUDA_LAUNCHED();
   }
-  dim3 grid(a.num_items, a.kv_heads);
-  attention_kernel<T, HD><<<grid, kThreads, smem, stream>>>(a);
-  VB_CUDA_LAUNCHED();
+  if (g.large_end > g.large_begin) {
+    attention_part_kernel<T, HD, 4><<<dim3(g.large_end - g.large_begin, a.kv_heads), kThreads,
+                                      stages * stage_bytes<T, HD>(), stream>>>(a, g.large_begin);
+    VB_CUDA_LAUNCHED();
+  }
+  if (g.fold_end > g.fold_begin) {
+    attention_fold_kernel<T, HD><<<dim3(g.fold_end - g.fold_begin, a.kv_heads), kThreads, 2 * stage_bytes<T, HD>(),
+                                   stream>>>(a, g.fold_begin);
+    VB_CUDA_LAUNCHED();
+  }
 }
 
 template <typename T>
-void dispatch_hd(const AttnArgs& a, cudaStream_t stream) {
+void dispatch_hd(const AttnArgs& a, const AttnLaunch& g, cudaStream_t stream) {
   switch (a.head_dim) {
-    case 16: return launch_attention<T, 16>(a, stream);
-    case 32: return launch_attention<T, 32>(a, stream);
-    case 64: return launch_attention<T, 64>(a, stream);
-    case 128: return launch_attention<T, 128>(a, stream);
-    case 256: return launch_attention<T, 256>(a, stream);
+    case 16: return launch_attention<T, 16>(a, g, stream);
+    case 32: return launch_attention<T, 32>(a, g, stream);
+    case 64: return launch_attention<T, 64>(a, g, stream);
+    case 128: return launch_attention<T, 128>(a, g, stream);
+    case 256: return launch_attention<T, 256>(a, g, stream);
     default: throw Error("cuda attention: head_dim " + std::to_string(a.head_dim) + " is not 16, 32, 64, 128 or 256");
   }
 }
@@ -350,57 +476,84 @@ int attention_query_tile(int heads_per_kv) { return std::max(1, kRows / heads_pe
 size_t attention_state_floats(int head_dim) { return size_t(head_dim) + 4; }
 
 AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, const int32_t* seq_bt_offset, int T,
-                        int heads_per_kv, int part_tokens, int max_states) {
+                        int heads_per_kv, int part_tokens, int max_states, bool allow_fold) {
   if (heads_per_kv > kRows) throw Error("cuda attention: more than 64 query heads per kv head");
   if (part_tokens <= 0 || part_tokens % kTile) throw Error("cuda attention: part size must be a multiple of 64");
+  if (allow_fold && part_tokens != kTile) throw Error("cuda attention: folding in the CTA needs parts of one tile");
   AttnPlan plan;
   plan.state_base.assign(size_t(T), -1);
   const int qtile = attention_query_tile(heads_per_kv);
+  std::vector<AttnItem> small, large, fold;
   AttnLaunch cur;
   int states = 0;
+  auto close_group = [&] {
+    cur.small_begin = int(plan.items.size());
+    plan.items.insert(plan.items.end(), small.begin(), small.end());
+    cur.small_end = cur.large_begin = int(plan.items.size());
+    plan.items.insert(plan.items.end(), large.begin(), large.end());
+    cur.large_end = cur.fold_begin = int(plan.items.size());
+    plan.items.insert(plan.items.end(), fold.begin(), fold.end());
+    cur.fold_end = int(plan.items.size());
+    cur.merge_end = int(plan.merge_tokens.size());
+    if (cur.fold_end > cur.small_begin) plan.launches.push_back(cur);
+    small.clear();
+    large.clear();
+    fold.clear();
+    cur = AttnLaunch{};
+    cur.merge_begin = int(plan.merge_tokens.size());
+    states = 0;
+  };
   int t = 0;
   while (t < T) {
     // A query tile: up to qtile consecutive tokens of one sequence.
     int end = t + 1;
     while (end < T && end - t < qtile && token_seq[end] == token_seq[t]) ++end;
-    int maxpos = 0, tile_states = 0;
-    for (int i = t; i < end; ++i) {
-      maxpos = std::max(maxpos, positions[i]);
-      const int parts = positions[i] / part_tokens + 1;
-      if (parts > 1) tile_states += parts;
-    }
-    if (tile_states > max_states) throw Error("cuda attention: workspace too small for one query tile");
-    if (states + tile_states > max_states) {  // start a new launch group
-      cur.item_end = int(plan.items.size());
-      cur.merge_end = int(plan.merge_tokens.size());
-      plan.launches.push_back(cur);
-      cur = AttnLaunch{cur.item_end, cur.item_end, cur.merge_end, cur.merge_end};
-      states = 0;
-    }
-    for (int i = t; i < end; ++i) {
-      const int parts = positions[i] / part_tokens + 1;
-      if (parts > 1) {
-        plan.state_base[size_t(i)] = states;
-        states += parts;
-        plan.merge_tokens.push_back(i);
-        plan.merge_parts.push_back(parts);
+    const int rows = (end - t) * heads_per_kv;
+    int maxpos = 0;
+    for (int i = t; i < end; ++i) maxpos = std::max(maxpos, positions[i]);
+    const int bt = seq_bt_offset[token_seq[t]];
+    if (allow_fold && rows > 16) {
+      fold.push_back(AttnItem{t, end - t, -1, bt});  // finished in its CTA: no states
+    } else {
+      int tile_states = 0;
+      for (int i = t; i < end; ++i) {
+        const int parts = positions[i] / part_tokens + 1;
+        if (parts > 1) tile_states += parts;
       }
+      if (tile_states > max_states) throw Error("cuda attention: workspace too small for one query tile");
+      if (states + tile_states > max_states) close_group();
+      for (int i = t; i < end; ++i) {
+        const int parts = positions[i] / part_tokens + 1;
+        if (parts > 1) {
+          plan.state_base[size_t(i)] = states;
+          states += parts;
+          plan.merge_tokens.push_back(i);
+          plan.merge_parts.push_back(parts);
+        }
+      }
+      plan.max_states = std::max(plan.max_states, states);
+      for (int p = 0; p <= maxpos / part_tokens; ++p) (rows <= 16 ? small : large).push_back(AttnItem{t, end - t, p, bt});
     }
-    plan.max_states = std::max(plan.max_states, states);
-    const int nparts = maxpos / part_tokens + 1;
-    for (int p = 0; p < nparts; ++p) plan.items.push_back(AttnItem{t, end - t, p, seq_bt_offset[token_seq[t]]});
     t = end;
   }
-  cur.item_end = int(plan.items.size());
-  cur.merge_end = int(plan.merge_tokens.size());
-  if (cur.item_end > cur.item_begin) plan.launches.push_back(cur);
+  close_group();
   return plan;
 }
 
-void attention(const AttnArgs& a, DType t, cudaStream_t stream) {
-  if (a.num_items <= 0) return;
-  if (t == DType::BF16) dispatch_hd<bf16>(a, stream);
-  else if (t == DType::F16) dispatch_hd<f16>(a, stream);
+void attention_prepare() {
+  static bool done = false;
+  if (done) return;
+  for (auto* f : {&prepare_hd<bf16, 16>, &prepare_hd<bf16, 32>, &prepare_hd<bf16, 64>, &prepare_hd<bf16, 128>,
+                  &prepare_hd<bf16, 256>, &prepare_hd<f16, 16>, &prepare_hd<f16, 32>, &prepare_hd<f16, 64>,
+                  &prepare_hd<f16, 128>, &prepare_hd<f16, 256>})
+    (*f)();
+  done = true;
+}
+
+void attention(const AttnArgs& a, const AttnLaunch& g, DType t, cudaStream_t stream) {
+  attention_prepare();
+  if (t == DType::BF16) dispatch_hd<bf16>(a, g, stream);
+  else if (t == DType::F16) dispatch_hd<f16>(a, g, stream);
   else throw Error("cuda attention: activations must be bf16 or fp16");
 }
 

@@ -9,11 +9,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "engine/sampler.h"
+#include "kernels/cuda/fused.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/ops.h"
 
@@ -179,6 +182,7 @@ struct CudaBackend::Impl {
     const int n = std::max(T, cap_t * 2);
     const size_t e = 2;
     const int64_t H = c.hidden_size, I = c.intermediate_size, qw = int64_t(c.num_heads) * c.head_dim;
+    reset_graphs();  // captured graphs hold the old buffers' addresses
     for (void* p : {x, h, qkv, attn, o, gu, mlp}) dfree(p, 0);
     x = dmalloc(size_t(n) * H * e);
     h = dmalloc(size_t(n) * H * e);
@@ -220,12 +224,62 @@ struct CudaBackend::Impl {
     cuda::gemm(xin, M, K, K, W, N, act, split, out, ws, ws_bytes, stream);
   }
 
+  // A GEMM whose consumer is a fused kernel (fused.h): contract mode may leave split-K partials
+  // for the consumer to sum; fast mode (cuBLAS) always writes y.
+  cuda::GemmResult fused_gemm(const void* xin, int M, int K, const void* W, int N, int split, void* y) {
+    if (opt.fast || M <= 0) {
+      gemm(xin, M, K, W, N, split, y, nullptr);
+      cuda::GemmResult r;
+      r.y = y;
+      r.ld = N;
+      r.M = M;
+      r.N = N;
+      return r;
+    }
+    return cuda::gemm_for_consumer(xin, M, K, W, N, act, split, y, ws, ws_bytes, stream);
+  }
+
   int part_tokens(int num_seqs) const {
-    // Contract: a fixed part size. Fast mode picks it from the batch (as flash-decoding
-    // heuristics do), which changes the bits of a row with the company it keeps.
-    if (!opt.fast) return 256;
+    // Contract: parts of one attention tile (64 positions), whatever the batch. Fast mode picks
+    // the part size from the batch (as flash-decoding heuristics do), which changes the bits of a
+    // row with the company it keeps.
+    if (!opt.fast) return 64;
     return num_seqs >= 16 ? 1024 : 128;
   }
+
+  // Device pointers and launch plan of one step (eager: d_in; graph: g_in at fixed addresses).
+  struct Step {
+    int T = 0;
+    const int32_t *tok = nullptr, *pos = nullptr, *slot = nullptr, *sb = nullptr, *bt = nullptr, *mt = nullptr,
+                  *mp = nullptr;
+    const AttnItem* items = nullptr;
+    std::vector<cuda::AttnLaunch> launches;
+    int part_tokens = 64;
+  };
+  void launch_layers(const Step& st);  // embed .. final norm into h (kernels only: graph-capturable)
+
+  // CUDA graphs of decode steps, one per (batch bucket, split-KV part cap, part size).
+  static constexpr int kGraphMaxBatch = 64;
+  static constexpr int kGraphMaxParts = 1024;
+  struct GraphKey {
+    int bucket, parts_cap, part_tokens;
+    bool operator<(const GraphKey& o) const {
+      return std::tie(bucket, parts_cap, part_tokens) < std::tie(o.bucket, o.parts_cap, o.part_tokens);
+    }
+  };
+  std::map<GraphKey, cudaGraphExec_t> graphs;
+  bool graphs_broken = false;
+  int32_t* g_in = nullptr;   // fixed-address inputs of graph steps
+  int32_t* hg_in = nullptr;  // pinned staging
+  size_t g_bt_cap = 0;       // block-table ints the graph layout holds
+  size_t g_ints = 0;
+  int scratch_slot = 0;      // a KV slot nobody owns: padded graph rows write there
+  void reset_graphs() {
+    for (auto& [k, e] : graphs) cudaGraphExecDestroy(e);
+    graphs.clear();
+  }
+  // Decode-only batch (one token per sequence, every row a logit row) that a graph can run.
+  bool graph_step(const ForwardBatch& b);
 
   void validate(const ForwardBatch& b) const;
   void forward(const ForwardBatch& b);  // everything up to h (final-normed hidden rows)
@@ -264,7 +318,11 @@ CudaBackend::CudaBackend(ModelWeights weights, DType dtype, CudaOptions options)
   if (m.opt.fast) {
     cublas_check(cublasCreate(&m.cublas), "cublasCreate");
     cublas_check(cublasSetStream(m.cublas, m.stream), "cublasSetStream");
+    // A workspace of our own, so cuBLAS calls can be captured into CUDA graphs.
+    const size_t wsb = size_t(32) << 20;
+    cublas_check(cublasSetWorkspace(m.cublas, m.dmalloc(wsb), wsb), "cublasSetWorkspace");
   }
+  cuda::attention_prepare();  // before any graph capture
 
   const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
   m.nqkv = int((c.num_heads + 2 * c.num_kv_heads) * hd);
@@ -317,6 +375,8 @@ CudaBackend::~CudaBackend() {
   Impl& m = *impl_;
   cudaSetDevice(m.device);
   if (m.stream) cudaStreamSynchronize(m.stream);
+  m.reset_graphs();
+  if (m.hg_in) cudaFreeHost(m.hg_in);
   for (void* p : m.allocations) cudaFree(p);
   for (void* p : {static_cast<void*>(m.h_in), static_cast<void*>(m.h_specs), static_cast<void*>(m.h_out),
                   static_cast<void*>(m.h_top_ids), static_cast<void*>(m.h_top_lps), static_cast<void*>(m.h_samp_in)})
@@ -340,7 +400,7 @@ std::string CudaBackend::kernel_config() const {
   auto split = [](const char* name, int s) { return std::string(name) + "=" + std::to_string(s); };
   return "cuda-v1;gemm=mma.m16n8k16-f32acc,k32-chunks-2mma,kseg-split(" + split("qkv", m.split_qkv) + "," +
          split("o", m.split_o) + "," + split("gate_up", m.split_gu) + "," + split("down", m.split_down) + "," +
-         split("lm_head", m.split_lm) + "),split-sum-in-order;attn_tile=64;attn_part=256,fold-in-part-order;"
+         split("lm_head", m.split_lm) + "),split-sum-in-order;attn_tile=64;attn_part=64,tile-states-folded-in-position-order;"
          "attn_dot=mma.m16n8k16;softmax=online-tile-merge,p-rounded,quad-tree-tile-sum;exp=cody-waite-deg6;"
          "rmsnorm=lanes16-halving-tree;rope=host-table-powf-cosf-sinf;silu=exp_f32;"
          "sampler=block-tree-sums,stable-radix-sort;weights=" + std::string(dtype_name(m.act));
@@ -371,7 +431,11 @@ void CudaBackend::allocate_kv(int num_blocks, int block_size) {
   VB_CUDA(cudaSetDevice(m.device));
   VB_CUDA(cudaStreamSynchronize(m.stream));
   if (m.kv) m.dfree(m.kv, 2 * m.kv_layer_bytes * size_t(m.c.num_layers));
-  m.kv_layer_bytes = size_t(num_blocks) * size_t(block_size) * size_t(m.c.num_kv_heads) * size_t(m.c.head_dim) * 2;
+  m.reset_graphs();  // graphs hold the old cache's addresses
+  // One block past the engine's: the scratch slot padded graph rows write their K/V to.
+  m.kv_layer_bytes =
+      size_t(num_blocks + 1) * size_t(block_size) * size_t(m.c.num_kv_heads) * size_t(m.c.head_dim) * 2;
+  m.scratch_slot = num_blocks * block_size;
   const size_t total = 2 * m.kv_layer_bytes * size_t(m.c.num_layers);
   m.kv = m.dmalloc(total);
   // Zeros, so a block never holds NaN garbage (masked keys multiply by exactly 0).
@@ -419,7 +483,7 @@ void CudaBackend::Impl::validate(const ForwardBatch& b) const {
 
 void CudaBackend::Impl::forward(const ForwardBatch& b) {
   const int T = int(b.tokens.size());
-  const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
+  const int64_t hd = c.head_dim;
   const int nh = c.num_heads, nkv = c.num_kv_heads;
   ensure_tokens(T);
 
@@ -434,8 +498,9 @@ void CudaBackend::Impl::forward(const ForwardBatch& b) {
   for (int t = 0; t < T; ++t) num_seqs += t == 0 || b.token_seq[size_t(t)] != b.token_seq[size_t(t - 1)];
   const size_t state_floats = cuda::attention_state_floats(int(hd)) * size_t(nh);
   const int max_states = int(ws_bytes / (state_floats * sizeof(float)));
-  AttnPlan plan = cuda::plan_attention(b.positions.data(), b.token_seq.data(), bt_offset.data(), T,
-                                       nh / nkv, part_tokens(num_seqs), max_states);
+  const int part = part_tokens(num_seqs);
+  AttnPlan plan = cuda::plan_attention(b.positions.data(), b.token_seq.data(), bt_offset.data(), T, nh / nkv, part,
+                                       max_states, /*allow_fold=*/part == 64);
   // Layout of the upload: tokens, positions, slots, state_base, block tables, merge tokens,
   // merge parts, logit rows, items (4 ints each).
   const size_t n_items = plan.items.size(), n_merge = plan.merge_tokens.size(), R = b.logit_rows.size();
@@ -459,64 +524,193 @@ void CudaBackend::Impl::forward(const ForwardBatch& b) {
   std::copy(b.logit_rows.begin(), b.logit_rows.end(), hi + o_lr);
   if (n_items) std::memcpy(hi + o_it, plan.items.data(), n_items * sizeof(AttnItem));
   VB_CUDA(cudaMemcpyAsync(d_in, h_in, total * 4, cudaMemcpyHostToDevice, stream));
-  const int32_t* d_tok = d_in + o_tok;
-  const int32_t* d_pos = d_in + o_pos;
-  const int32_t* d_slot = d_in + o_slot;
+  Step st;
+  st.T = T;
+  st.tok = d_in + o_tok;
+  st.pos = d_in + o_pos;
+  st.slot = d_in + o_slot;
+  st.sb = d_in + o_sb;
+  st.bt = d_in + o_bt;
+  st.mt = d_in + o_mt;
+  st.mp = d_in + o_mp;
+  st.items = reinterpret_cast<const AttnItem*>(d_in + o_it);
+  st.launches = plan.launches;
+  st.part_tokens = part;
   in_logit_rows = d_in + o_lr;
-  const AttnItem* d_items = reinterpret_cast<const AttnItem*>(d_in + o_it);
+  launch_layers(st);
+}
 
+void CudaBackend::Impl::launch_layers(const Step& st) {
+  const int T = st.T;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
+  const int nh = c.num_heads, nkv = c.num_kv_heads;
   const float scale = float(1.0 / std::sqrt(double(hd)));  // HF: head_dim ** -0.5 (as the CPU)
   const float eps = c.rms_norm_eps;
   const cuda::RowMap flat;
-  cuda::embed(embed, H, d_tok, T, act, x, stream);
+  cuda::embed(embed, H, st.tok, T, act, x, stream);
+  cuda::GemmResult down;  // the previous layer's MLP output, as its consumer reads it
   for (size_t l = 0; l < layers.size(); ++l) {
     const Layer& L = layers[l];
     if (l == 0) cuda::rmsnorm(x, flat, T, int(H), L.in_norm, eps, act, h, flat, stream);
-    else cuda::add_rmsnorm(x, o, T, int(H), L.in_norm, eps, act, h, stream);  // previous layer's MLP output
-    gemm(h, T, int(H), L.qkv, nqkv, split_qkv, qkv, nullptr);
-    char* q_base = static_cast<char*>(qkv);
-    char* k_base = q_base + size_t(nh * hd) * 2;
-    char* v_base = k_base + size_t(nkv * hd) * 2;
-    cuda::RowMap qmap{nh, nqkv}, kmap{nkv, nqkv}, qkmap{nh + nkv, nqkv};
-    cuda::rmsnorm(q_base, qmap, int64_t(T) * nh, int(hd), L.q_norm, eps, act, q_base, qmap, stream);
-    cuda::rmsnorm(k_base, kmap, int64_t(T) * nkv, int(hd), L.k_norm, eps, act, k_base, kmap, stream);
-    cuda::rope(q_base, qkmap, T, nh + nkv, int(hd), d_pos, rope, act, stream);
+    else cuda::add_rmsnorm_from(x, down, T, int(H), L.in_norm, eps, act, h, stream);
     char* kc = static_cast<char*>(kv) + 2 * kv_layer_bytes * l;
     char* vc = kc + kv_layer_bytes;
-    // Every token's K/V is in the cache before any token attends (as the CPU reference).
-    cuda::kv_write(k_base, v_base, nqkv, T, nkv, int(hd), d_slot, kc, vc, act, stream);
-    for (const cuda::AttnLaunch& g : plan.launches) {
-      AttnArgs a;
-      a.q = q_base;
-      a.q_ld = nqkv;
-      a.k_cache = kc;
-      a.v_cache = vc;
-      a.out = attn;
-      a.states = ws;
-      a.positions = d_pos;
-      a.block_tables = d_in + o_bt;
-      a.state_base = d_in + o_sb;
-      a.items = d_items + g.item_begin;
-      a.num_items = g.item_end - g.item_begin;
-      a.heads = nh;
-      a.kv_heads = nkv;
-      a.head_dim = int(hd);
-      a.block_size = block_size;
-      a.part_tokens = part_tokens(num_seqs);
-      a.scale = scale;
-      cuda::attention(a, act, stream);
-      cuda::attention_merge(a, d_in + o_mt + g.merge_begin, d_in + o_mp + g.merge_begin, g.merge_end - g.merge_begin,
-                            act, stream);
+    char* q_base = static_cast<char*>(qkv);
+    // q/k RMSNorm, RoPE, and the K/V cache write, fused with the qkv GEMM's split-K sum. Every
+    // token's K/V is in the cache before any token attends (as the CPU reference).
+    cuda::QkvPost qp;
+    qp.in = fused_gemm(h, T, int(H), L.qkv, nqkv, split_qkv, qkv);
+    qp.qkv = qkv;
+    qp.nh = nh;
+    qp.nkv = nkv;
+    qp.hd = int(hd);
+    qp.q_norm = L.q_norm;
+    qp.k_norm = L.k_norm;
+    qp.eps = eps;
+    qp.positions = st.pos;
+    qp.cos_sin = rope;
+    qp.slots = st.slot;
+    qp.k_cache = kc;
+    qp.v_cache = vc;
+    cuda::qkv_post(qp, T, act, stream);
+    AttnArgs a;
+    a.q = q_base;
+    a.q_ld = nqkv;
+    a.k_cache = kc;
+    a.v_cache = vc;
+    a.out = attn;
+    a.states = ws;
+    a.positions = st.pos;
+    a.block_tables = st.bt;
+    a.state_base = st.sb;
+    a.items = st.items;
+    a.heads = nh;
+    a.kv_heads = nkv;
+    a.head_dim = int(hd);
+    a.block_size = block_size;
+    a.part_tokens = st.part_tokens;
+    a.scale = scale;
+    for (const cuda::AttnLaunch& g : st.launches) {
+      cuda::attention(a, g, act, stream);
+      cuda::attention_merge(a, st.mt + g.merge_begin, st.mp + g.merge_begin, g.merge_end - g.merge_begin, act, stream);
     }
-    gemm(attn, T, int(nh * hd), L.o, int(H), split_o, o, nullptr);
-    cuda::add_rmsnorm(x, o, T, int(H), L.post_norm, eps, act, h, stream);
-    gemm(h, T, int(H), L.gu, int(2 * I), split_gu, gu, nullptr);
-    cuda::silu_mul(gu, static_cast<char*>(gu) + size_t(I) * 2, 2 * I, T, I, act, mlp, stream);
-    gemm(mlp, T, int(I), L.down, int(H), split_down, o, nullptr);
+    const cuda::GemmResult ao = fused_gemm(attn, T, int(nh * hd), L.o, int(H), split_o, o);
+    cuda::add_rmsnorm_from(x, ao, T, int(H), L.post_norm, eps, act, h, stream);
+    const cuda::GemmResult gu_r = fused_gemm(h, T, int(H), L.gu, int(2 * I), split_gu, gu);
+    cuda::silu_mul_from(gu_r, T, I, act, mlp, stream);
+    down = fused_gemm(mlp, T, int(I), L.down, int(H), split_down, o);
   }
   // Last residual add fused with the final norm (row-wise: the same bits as norming only the
   // logit rows, which is what the CPU does).
-  cuda::add_rmsnorm(x, o, T, int(H), final_norm, eps, act, h, stream);
+  cuda::add_rmsnorm_from(x, down, T, int(H), final_norm, eps, act, h, stream);
+}
+
+bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
+  const int B = int(b.tokens.size());
+  if (!opt.cuda_graphs || graphs_broken || B == 0 || B > kGraphMaxBatch) return false;
+  if (c.num_heads / c.num_kv_heads > 16) return false;
+  if (b.logit_rows.size() != size_t(B)) return false;
+  for (int i = 0; i < B; ++i) {
+    if (b.logit_rows[size_t(i)] != i) return false;
+    if (i > 0 && b.token_seq[size_t(i)] == b.token_seq[size_t(i - 1)]) return false;  // one token per sequence
+  }
+  // The bucket and part cap decide only how much padding the graph carries: padded rows and
+  // empty work items never touch a real row (rows are independent in every kernel).
+  static const int kBuckets[] = {1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64};
+  int bucket = 64;
+  for (int v : kBuckets)
+    if (v >= B) { bucket = v; break; }
+  const int part = part_tokens(B);
+  int parts = 1;
+  for (int32_t p : b.positions) parts = std::max(parts, p / part + 1);
+  int parts_cap = 1;
+  while (parts_cap < parts) parts_cap *= 2;
+  if (parts_cap > kGraphMaxParts) return false;
+  const size_t state_floats = cuda::attention_state_floats(c.head_dim) * size_t(c.num_heads);
+  if (size_t(bucket) * size_t(parts_cap) * state_floats * sizeof(float) > ws_bytes) return false;
+  size_t bt_total = 0;
+  for (int i = 0; i < B; ++i) bt_total += b.block_tables[size_t(b.token_seq[size_t(i)])].size();
+  // Fixed layout: tokens, positions, slots, state_base, merge tokens, merge parts (kGraphMaxBatch
+  // each), items (kGraphMaxBatch * kGraphMaxParts * 4), block tables (g_bt_cap).
+  const size_t o_tok = 0, o_pos = 64, o_slot = 128, o_sb = 192, o_mt = 256, o_mp = 320, o_it = 384,
+               o_bt = o_it + size_t(kGraphMaxBatch) * kGraphMaxParts * 4;
+  if (bt_total > g_bt_cap || !g_in) {
+    reset_graphs();  // the layout's addresses change: every captured graph is stale
+    if (g_in) dfree(g_in, g_ints * 4);
+    if (hg_in) cudaFreeHost(hg_in);
+    g_bt_cap = std::max<size_t>(bt_total * 2, 1 << 16);
+    g_ints = o_bt + g_bt_cap;
+    g_in = static_cast<int32_t*>(dmalloc(g_ints * 4));
+    VB_CUDA(cudaMallocHost(reinterpret_cast<void**>(&hg_in), g_ints * 4));
+  }
+  ensure_tokens(bucket);
+  int32_t* hi = hg_in;
+  size_t bt_at = 0;
+  for (int i = 0; i < bucket; ++i) {
+    const bool real = i < B;
+    const int32_t p = real ? b.positions[size_t(i)] : 0;
+    const int nparts = real ? p / part + 1 : 0;
+    int32_t off = 0;
+    if (real) {
+      const std::vector<int32_t>& bt = b.block_tables[size_t(b.token_seq[size_t(i)])];
+      off = int32_t(bt_at);
+      std::copy(bt.begin(), bt.end(), hi + o_bt + bt_at);
+      bt_at += bt.size();
+      hi[o_slot + i] = bt[size_t(p / block_size)] * block_size + p % block_size;
+    } else {
+      hi[o_slot + i] = scratch_slot;
+    }
+    hi[o_tok + i] = real ? b.tokens[size_t(i)] : 0;
+    hi[o_pos + i] = p;
+    hi[o_sb + i] = nparts > 1 ? i * parts_cap : -1;
+    hi[o_mt + i] = i;
+    hi[o_mp + i] = nparts;
+    for (int q = 0; q < parts_cap; ++q) {
+      AttnItem it{i, q < nparts ? 1 : 0, q, off};
+      std::memcpy(hi + o_it + (size_t(i) * parts_cap + q) * 4, &it, sizeof it);
+    }
+  }
+  const size_t used = o_bt + bt_at;
+  VB_CUDA(cudaMemcpyAsync(g_in, hg_in, used * 4, cudaMemcpyHostToDevice, stream));
+  const GraphKey key{bucket, parts_cap, part};
+  auto it = graphs.find(key);
+  if (it == graphs.end()) {
+    Step st;
+    st.T = bucket;
+    st.tok = g_in + o_tok;
+    st.pos = g_in + o_pos;
+    st.slot = g_in + o_slot;
+    st.sb = g_in + o_sb;
+    st.bt = g_in + o_bt;
+    st.mt = g_in + o_mt;
+    st.mp = g_in + o_mp;
+    st.items = reinterpret_cast<const AttnItem*>(g_in + o_it);
+    cuda::AttnLaunch g;
+    g.small_end = bucket * parts_cap;  // one-warp per-part items, padded with empty ones
+    g.large_begin = g.large_end = g.fold_begin = g.fold_end = g.small_end;
+    g.merge_end = bucket;
+    st.launches = {g};
+    st.part_tokens = part;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    VB_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      launch_layers(st);
+      gemm(h, bucket, c.hidden_size, lm_head, c.vocab_size, split_lm, nullptr, logits);
+    } catch (...) {
+      cudaStreamEndCapture(stream, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      graphs_broken = true;  // e.g. a library that cannot be captured: run eagerly from now on
+      return false;
+    }
+    VB_CUDA(cudaStreamEndCapture(stream, &graph));
+    VB_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    cudaGraphDestroy(graph);
+    it = graphs.emplace(key, exec).first;
+  }
+  VB_CUDA(cudaGraphLaunch(it->second, stream));
+  return true;
 }
 
 void CudaBackend::Impl::logits_pass(const ForwardBatch& b, int r0, int rn) {
@@ -531,9 +725,14 @@ void CudaBackend::forward_logits(const ForwardBatch& b, float* out) {
   VB_CUDA(cudaSetDevice(m.device));
   m.validate(b);
   if (b.tokens.empty()) return;
-  m.forward(b);
   const int R = int(b.logit_rows.size());
   const size_t V = size_t(m.c.vocab_size);
+  if (m.graph_step(b)) {  // decode step: the captured graph leaves every row's logits in m.logits
+    VB_CUDA(cudaMemcpyAsync(out, m.logits, size_t(R) * V * sizeof(float), cudaMemcpyDeviceToHost, m.stream));
+    VB_CUDA(cudaStreamSynchronize(m.stream));
+    return;
+  }
+  m.forward(b);
   for (int r0 = 0; r0 < R; r0 += Impl::kLogitRows) {
     const int rn = std::min(Impl::kLogitRows, R - r0);
     m.logits_pass(b, r0, rn);
@@ -559,11 +758,12 @@ void CudaBackend::forward_sample(const ForwardBatch& b, const std::vector<Sample
                   std::to_string(V));
   out.assign(specs.size(), SampleResult{});
   if (b.tokens.empty()) return;
-  m.forward(b);
   const int R = int(b.logit_rows.size());
+  const bool graphed = m.graph_step(b);  // decode step: all rows' logits in m.logits
+  if (!graphed) m.forward(b);
   for (int r0 = 0; r0 < R; r0 += Impl::kLogitRows) {
     const int rn = std::min(Impl::kLogitRows, R - r0);
-    m.logits_pass(b, r0, rn);
+    if (!graphed) m.logits_pass(b, r0, rn);
     // Per-row specs, banned ids, and which rows draw.
     std::vector<int32_t> banned, draw_slot(size_t(rn), -1), draw_rows;
     bool any_lp = false;

@@ -194,6 +194,14 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
   GemmArgs a{x, W, M, N, K, ldx, ldy, split > 1 ? K / split : K, out.y, out.y32, nullptr};
   const size_t ebytes = dtype_size(t);
   int rows_per_pass = M;
+  if (split > 1 && out.partials_only) {
+    if (gemm_workspace_bytes(M, N, split) > workspace_bytes) throw Error("cuda gemm: partials do not fit the workspace");
+    GemmArgs s = a;
+    s.partial = workspace;
+    if (t == DType::BF16) launch_for_m<bf16>(s, split, stream);
+    else launch_for_m<f16>(s, split, stream);
+    return;
+  }
   if (split > 1) {
     // Slice M so the partials fit the workspace; each row is computed the same way in any slice.
     const size_t per_row = size_t(split) * size_t(N) * sizeof(float);

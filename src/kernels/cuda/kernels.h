@@ -32,6 +32,8 @@ struct GemmOut {
   void* y = nullptr;    // [M, ldy] in dtype t, rounded (when y32 is null)
   float* y32 = nullptr; // [M, ldy] fp32, not rounded (logits)
   int ldy = 0;          // row stride of the output in elements (0: N)
+  bool partials_only = false;  // split > 1: leave the [split, M, N] partials in the workspace
+                               // for a fused consumer (fused.h) instead of reducing them here
 };
 void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, int split, GemmOut out,
           float* workspace, size_t workspace_bytes, cudaStream_t stream);
@@ -77,7 +79,9 @@ void kv_write(const void* k, const void* v, int64_t ld, int64_t T, int kv_heads,
               const int32_t* slots, void* k_cache, void* v_cache, DType t, cudaStream_t stream);
 
 // One attention work item: query tokens [first, first + count) of one sequence (contiguous in the
-// batch, all sharing `bt_offset`), and the split-KV part (`part`) of keys it covers.
+// batch, all sharing `bt_offset`). part >= 0: the split-KV part `part` only (its state goes to the
+// merge unless the row has a single part); part == -1: every part of the rows, folded in order in
+// the CTA (contract mode, part_tokens == 64 only). count == 0: nothing (padding of a CUDA graph).
 struct AttnItem {
   int32_t first;
   int32_t count;
@@ -94,29 +98,35 @@ struct AttnArgs {
   const int32_t* positions = nullptr;
   const int32_t* block_tables = nullptr;  // flattened
   const int32_t* state_base = nullptr;    // [T]: first state index of a multi-part token, or -1
-  const AttnItem* items = nullptr;
-  int num_items = 0;
+  const AttnItem* items = nullptr;        // the whole item array of the plan
   int heads = 0, kv_heads = 0, head_dim = 0, block_size = 0;
-  int part_tokens = 256;          // split-KV part size in tokens (multiple of kAttnTile)
+  int part_tokens = 64;           // split-KV part size in tokens (multiple of kAttnTile)
   float scale = 1.0f;
 };
-// Keys are reduced in tiles of 64 absolute positions (cpu::kAttnTile) with the reference's online
-// softmax (probabilities rounded before P·V); a token whose keys span several parts gets one
-// (m, l, acc) state per part, which attention_merge folds in part order. A token with a single part
-// is written directly. Same arithmetic for prefill, chunked prefill and decode.
-void attention(const AttnArgs& a, DType t, cudaStream_t stream);
-// For each of `count` tokens listed in tokens[] (with state_base >= 0): fold its parts in order.
+// The launches of one group of items (ranges into AttnPlan::items / merge lists).
+struct AttnLaunch {
+  int small_begin = 0, small_end = 0;  // per-part items of <= 16 rows: one-warp CTAs
+  int large_begin = 0, large_end = 0;  // per-part items of up to 64 rows: four-warp CTAs
+  int fold_begin = 0, fold_end = 0;    // whole-row items (part == -1): four-warp CTAs
+  int merge_begin = 0, merge_end = 0;  // into merge_tokens / merge_parts
+};
+// Per (token, head), keys are cut into tiles of 64 absolute positions (cpu::kAttnTile) and
+// split-KV parts of part_tokens. Inside a part the tiles run the reference's online softmax
+// (probabilities rounded before P·V); parts are then folded in position order:
+// m' = max(m, m_i), l = l·e^(m-m') + l_i·e^(m_i-m'), acc = acc·e^(m-m') + acc_i·e^(m_i-m'),
+// out = round(acc / l). The contract uses parts of one tile (64): a decode row's tiles spread
+// over many CTAs (then attention_merge folds them), a prefill tile of rows folds its tiles in
+// the CTA; both are the same arithmetic, so prefill, chunked prefill and decode give one result.
+void attention(const AttnArgs& a, const AttnLaunch& g, DType t, cudaStream_t stream);
+// Folds the part states of the group's multi-part tokens (tokens[i] with num_parts[i] > 1).
 void attention_merge(const AttnArgs& a, const int32_t* tokens, const int32_t* num_parts, int count, DType t,
                      cudaStream_t stream);
+void attention_prepare();  // sets the kernels' shared-memory limits (once, before any graph capture)
 int attention_query_tile(int heads_per_kv);  // query tokens per work item (rows = tokens * group <= 64)
 size_t attention_state_floats(int head_dim);  // floats per (token, part, head) state
 
 // The work of one forward's attention, built on the host from the batch (same for every layer).
 // Launch groups keep the partial states of each group within `max_states` (token, part) states.
-struct AttnLaunch {
-  int item_begin = 0, item_end = 0;    // into items
-  int merge_begin = 0, merge_end = 0;  // into merge_tokens / merge_parts
-};
 struct AttnPlan {
   std::vector<AttnItem> items;
   std::vector<int32_t> state_base;     // [T]: first state of a multi-part token within its group, or -1
@@ -126,9 +136,10 @@ struct AttnPlan {
   int max_states = 0;                  // largest group, in (token, part) states
 };
 // positions/token_seq: [T]; seq_bt_offset[s]: offset of sequence s's block table. Tokens of one
-// sequence must be contiguous. part_tokens: split-KV part size (a multiple of 64).
+// sequence must be contiguous. part_tokens: split-KV part size (a multiple of 64); allow_fold:
+// query tiles of more than 16 rows fold their parts in one CTA (needs part_tokens == 64).
 AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, const int32_t* seq_bt_offset, int T,
-                        int heads_per_kv, int part_tokens, int max_states);
+                        int heads_per_kv, int part_tokens, int max_states, bool allow_fold);
 
 // ---- Sampler (sampler.cu): per logit row, as engine/sampler.h (same steps and tie rules; the
 // sums are fixed-order block reductions instead of one sequential accumulator).
