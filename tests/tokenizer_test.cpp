@@ -181,6 +181,24 @@ TEST(Tokenizer, EncodesAHundredKilobytesFast) {
   EXPECT_EQ(fresh->decode(ids), nfc(text));
 }
 
+TEST(PreTokenizer, LongRunsDoNotHitRegexLimits) {
+  // One match attempt of \s*[\r\n]+ backtracks over a whole whitespace run: 16 MB of spaces
+  // exceeded PCRE2's default match limit (10M steps) before the limit was lifted.
+  const json tj = read_json(test::tokenizer_dir() + "/tokenizer.json");
+  RegexSplitter split(tj["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"].get<std::string>(), false);
+  for (const char* unit : {" ", "\n", " \t\xC2\xA0"}) {
+    std::string run;
+    while (run.size() < (16u << 20)) run += unit;
+    run += "x";
+    std::vector<std::string_view> pieces;
+    ASSERT_NO_THROW(split.split(run, pieces)) << unit;
+    size_t total = 0;
+    for (auto p : pieces) total += p.size();
+    EXPECT_EQ(total, run.size());
+    EXPECT_LE(pieces.size(), 3u);
+  }
+}
+
 TEST(PreTokenizer, TranslatesOnigurumaWhitespace) {
   EXPECT_EQ(translate_oniguruma("\\s+(?!\\S)"), "[\\t-\\r\\x{85}\\p{Z}]+(?![^\\t-\\r\\x{85}\\p{Z}])");
   EXPECT_EQ(translate_oniguruma("[^\\s?]"), "[^\\t-\\r\\x{85}\\p{Z}?]");

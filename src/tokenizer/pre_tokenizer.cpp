@@ -58,6 +58,13 @@ struct ThreadScratch {
     ctx = pcre2_match_context_create(nullptr);
     jit_stack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr);
     if (ctx && jit_stack) pcre2_jit_stack_assign(ctx, nullptr, jit_stack);
+    // The default match limit (10M steps) fails on a ~10 MB whitespace run, where one match attempt
+    // backtracks \s*[\r\n]+ across the whole run; every match consumes its run, so the total work
+    // stays linear and the limit only has to not stop it.
+    if (ctx) {
+      pcre2_set_match_limit(ctx, UINT32_MAX);
+      pcre2_set_depth_limit(ctx, UINT32_MAX);
+    }
   }
   ~ThreadScratch() {
     pcre2_match_data_free(md);
