@@ -61,8 +61,9 @@ inline std::string text_model_dir() {
 
 class ServerProcess {
  public:
-  // Starts `verbatim serve --host 127.0.0.1 --port 0 ARGS...` and waits until /health says 200.
-  explicit ServerProcess(const std::vector<std::string>& args, double ready_timeout_s = 180) {
+  // Starts `verbatim serve --host 127.0.0.1 --port 0 ARGS...` and waits until /health says 200
+  // (wait_ready false: only until the port is known, while the model may still be loading).
+  explicit ServerProcess(const std::vector<std::string>& args, bool wait_ready = true, double timeout_s = 180) {
     static std::atomic<int> counter{0};
     log_path_ = temp_dir("server" + std::to_string(counter++)) + "/server.log";
     std::vector<std::string> argv_s = {binary(), "serve", "--host", "127.0.0.1", "--port", "0", "--status-interval", "1"};
@@ -78,7 +79,7 @@ class ServerProcess {
       execv(argv[0], argv.data());
       _exit(127);
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(ready_timeout_s);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     std::regex port_re("listening on http://127\\.0\\.0\\.1:([0-9]+)");
     while (std::chrono::steady_clock::now() < deadline) {
       if (!running()) throw std::runtime_error("verbatim serve exited during startup:\n" + log());
@@ -87,8 +88,8 @@ class ServerProcess {
         std::string l = log();
         if (std::regex_search(l, m, port_re)) port_ = std::stoi(m[1]);
       }
-      if (port_ != 0 && health() == 200) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (port_ != 0 && (!wait_ready || health() == 200)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait_ready ? 50 : 2));
     }
     throw std::runtime_error("verbatim serve did not become ready:\n" + log());
   }

@@ -40,6 +40,19 @@ TEST(ServerLifecycle, StartupLinesAndStatusLine) {
   EXPECT_TRUE(wait_for([&] { return s.log().find("status: ") != std::string::npos; }, 5)) << s.log();
 }
 
+// The port is bound before the model loads: /health (and every model route) says 503 until ready.
+// The text model's 11 MB tokenizer.json alone takes far longer to load than this poll's interval.
+TEST(ServerLifecycle, HealthIs503WhileLoading) {
+  ServerProcess s({text_model_dir()}, /*wait_ready=*/false);
+  auto first = get(s.port(), "/health");
+  auto models = get(s.port(), "/v1/models");
+  EXPECT_EQ(first.status, 503) << s.log();
+  EXPECT_EQ(first.j["error"]["code"], 503);
+  EXPECT_EQ(models.status, 503);
+  EXPECT_TRUE(wait_for([&] { return s.health() == 200; }, 120)) << s.log();
+  EXPECT_EQ(get(s.port(), "/v1/models").status, 200);
+}
+
 TEST(ServerLifecycle, SigtermFinishesInFlightStreamsThenExitsZero) {
   ServerProcess s({model()});
   int port = s.port();

@@ -1,5 +1,7 @@
 #include "server/job.h"
 
+#include "core/error.h"
+
 namespace verbatim::server {
 
 const char* finish_reason_string(FinishReason r) {
@@ -20,6 +22,10 @@ Job::Job(Kind kind, GenerationRequest req, std::vector<PreparedPrompt> prompts, 
 }
 
 Job Job::completion(CompletionRequest r, const ModelLimits& m) {
+  if (r.prompts.size() * size_t(r.n) > kMaxChoices)
+    throw InvalidRequest("the request asks for " + std::to_string(r.prompts.size() * size_t(r.n)) +
+                             " choices (prompts x n); at most " + std::to_string(kMaxChoices) + " are allowed",
+                         "prompt");
   auto prompts = prepare_completion_prompts(r, m);
   bool echo = r.echo;
   int k = r.logprobs.value_or(0);

@@ -76,6 +76,7 @@ struct DetokenizeRequest {
 
 constexpr int kMaxLogprobs = 20;  // vLLM's default --max-logprobs
 constexpr int kMaxN = 128;
+constexpr size_t kMaxChoices = 4096;  // prompts x n in one request
 
 // Parses the body text; InvalidRequest (param "body") when it is not a JSON object.
 json parse_body(const std::string& body);
