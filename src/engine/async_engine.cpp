@@ -27,7 +27,8 @@ uint64_t AsyncEngine::submit(std::vector<int32_t> prompt, const SamplingParams& 
   engine_->validate(prompt, params);  // reads only immutable engine state: safe off-thread
   std::lock_guard lk(mu_);
   if (!accepting_) throw ShuttingDown();
-  if (int64_t(inbox_.size()) + stats_.waiting >= opts_.max_waiting) throw QueueFull();
+  // Exact count: the inbox, what the engine thread took from it this round, and the engine's queue.
+  if (int64_t(inbox_.size()) + in_transit_ + stats_.waiting >= opts_.max_waiting) throw QueueFull();
   const uint64_t id = next_id_++;
   inbox_.push_back({id, std::move(prompt), params, std::move(cb)});
   wake_.notify_one();
@@ -43,7 +44,7 @@ void AsyncEngine::abort(uint64_t id) {
 EngineStats AsyncEngine::stats() const {
   std::lock_guard lk(mu_);
   EngineStats s = stats_;
-  s.waiting += int(inbox_.size());
+  s.waiting += int(inbox_.size() + size_t(in_transit_));
   return s;
 }
 
@@ -135,6 +136,12 @@ void AsyncEngine::fail_all(const std::string& why) {
   deliver(rest);
 }
 
+void AsyncEngine::publish() {
+  stats_ = engine_->stats();
+  in_transit_ = 0;  // now counted in stats_.waiting (or running)
+  has_work_ = engine_->has_work();
+}
+
 void AsyncEngine::run() {
   std::unique_lock lk(mu_);
   for (;;) {
@@ -143,6 +150,7 @@ void AsyncEngine::run() {
     });
     std::deque<Submission> inbox = std::move(inbox_);
     inbox_.clear();
+    in_transit_ = int64_t(inbox.size());
     std::vector<uint64_t> aborts = std::move(aborts_);
     aborts_.clear();
     const uint64_t reset_ticket = reset_asked_;
@@ -172,25 +180,35 @@ void AsyncEngine::run() {
       if (auto it = live_.find(id); it != live_.end()) engine_->abort(it->second.engine_id);
     if (do_reset) engine_->reset_prefix_cache();  // between steps: no plan holds a block key
 
-    if (stopping) {
-      fail_all("");
-    } else {
+    std::string failure;
+    if (!stopping) {
       try {
         if (engine_->has_work()) updates = engine_->step();
-        deliver(updates);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "verbatim: engine step failed: %s\n", e.what());
-        fail_all(std::string("the engine failed: ") + e.what());
+        failure = std::string("the engine failed: ") + e.what();
       }
     }
-
+    // Stats go out before the callbacks, so a client that saw its update sees a queue count that
+    // already includes the step (the QueueFull bound is exact, not stale).
     lk.lock();
-    stats_ = engine_->stats();
-    has_work_ = engine_->has_work();
+    publish();
     if (do_reset) {
       reset_done_ = reset_ticket;
       reset_done_cv_.notify_all();
     }
+    lk.unlock();
+
+    if (stopping) {
+      fail_all("");
+    } else if (!failure.empty()) {
+      std::fprintf(stderr, "verbatim: %s\n", failure.c_str());
+      fail_all(failure);
+    } else {
+      deliver(updates);
+    }
+
+    lk.lock();
+    publish();
     if (stopping || (draining_ && inbox_.empty() && !has_work_)) break;
   }
   exited_ = true;

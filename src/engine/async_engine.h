@@ -67,6 +67,7 @@ class AsyncEngine {
   void deliver(const std::vector<RequestUpdate>& updates);
   void fail_all(const std::string& why);
   void join();
+  void publish();  // engine stats into stats_ (mu_ held)
 
   std::unique_ptr<Engine> engine_;  // touched only by the engine thread once it runs
   const Backend* backend_ = nullptr;
@@ -83,6 +84,7 @@ class AsyncEngine {
   std::condition_variable reset_done_cv_;
   std::deque<Submission> inbox_;
   std::vector<uint64_t> aborts_;
+  int64_t in_transit_ = 0;  // taken from the inbox, not yet in stats_
   uint64_t next_id_ = 1;
   uint64_t reset_asked_ = 0, reset_done_ = 0;
   bool accepting_ = true, draining_ = false, stopping_ = false, has_work_ = false, exited_ = false;

@@ -1,0 +1,227 @@
+// The engine on its own thread: submissions from many threads give the bits the synchronous
+// engine gives; abort, drain-and-stop, stop, the bounded queue, reset and stats behave.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "engine/async_engine.h"
+#include "engine/cpu_backend.h"
+#include "engine/sampler.h"
+#include "support/paths.h"
+
+using namespace verbatim;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::unique_ptr<Backend> tiny_backend() { return make_cpu_backend(test::fixture("qwen3-tiny-tied"), DType::BF16); }
+
+EngineOptions small_options() {
+  EngineOptions o;
+  o.num_kv_blocks = 256;
+  return o;
+}
+
+// Collects callbacks (run on the engine thread) and lets the test wait for them.
+struct Collector {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<uint64_t, std::vector<int32_t>> tokens;
+  std::map<uint64_t, std::vector<uint32_t>> logprob_bits;
+  std::map<uint64_t, RequestUpdate> final;
+  std::map<uint64_t, int> updates;
+
+  AsyncEngine::Callback callback() {
+    return [this](const RequestUpdate& u) {
+      std::lock_guard lk(mu);
+      ++updates[u.id];
+      for (const TokenLogprob& t : u.tokens) {
+        tokens[u.id].push_back(t.token);
+        logprob_bits[u.id].push_back(f32_bits(t.logprob));
+      }
+      if (u.finished) final[u.id] = u;
+      cv.notify_all();
+    };
+  }
+  bool wait_finished(size_t n, std::chrono::seconds timeout = 120s) {
+    std::unique_lock lk(mu);
+    return cv.wait_for(lk, timeout, [&] { return final.size() >= n; });
+  }
+  bool wait_first_update(uint64_t id) {
+    std::unique_lock lk(mu);
+    return cv.wait_for(lk, 60s, [&] { return updates.count(id) > 0; });
+  }
+};
+
+SamplingParams params_for(int r) {
+  SamplingParams p;
+  p.max_tokens = 8;
+  p.logprobs = 0;
+  p.temperature = r % 2 ? 0.8f : 0.0f;
+  p.seed = uint64_t(r);
+  return p;
+}
+
+std::vector<int32_t> prompt_for(int r) {
+  std::vector<int32_t> p = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4};
+  for (int i = 0; i < r % 11 + 1; ++i) p.push_back(int32_t(sample_uniform(9, uint64_t(r), i) * 512));
+  return p;
+}
+
+}  // namespace
+
+TEST(AsyncEngine, ManyThreadsGetTheSynchronousEnginesBits) {
+  const int n = 16;
+  // Reference: the synchronous engine, one request at a time.
+  std::vector<std::vector<int32_t>> want_tokens(n);
+  std::vector<std::vector<uint32_t>> want_bits(n);
+  {
+    Engine e(tiny_backend(), small_options());
+    for (int r = 0; r < n; ++r) {
+      e.add(prompt_for(r), params_for(r));
+      while (e.has_work())
+        for (const RequestUpdate& u : e.step())
+          for (const TokenLogprob& t : u.tokens) {
+            want_tokens[size_t(r)].push_back(t.token);
+            want_bits[size_t(r)].push_back(f32_bits(t.logprob));
+          }
+    }
+  }
+  AsyncEngine ae(tiny_backend(), small_options());
+  Collector c;
+  std::vector<uint64_t> ids(n);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = t; r < n; r += 4) ids[size_t(r)] = ae.submit(prompt_for(r), params_for(r), c.callback());
+    });
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(c.wait_finished(n));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(c.tokens[ids[size_t(r)]], want_tokens[size_t(r)]) << r;
+    EXPECT_EQ(c.logprob_bits[ids[size_t(r)]], want_bits[size_t(r)]) << r;
+    EXPECT_EQ(c.final[ids[size_t(r)]].reason, FinishReason::Length);
+  }
+  EngineStats s = ae.stats();
+  EXPECT_EQ(s.generation_tokens, uint64_t(8 * n));
+  EXPECT_EQ(s.kv_blocks_used, 0);
+}
+
+TEST(AsyncEngine, SubmitValidatesOnTheCallersThread) {
+  AsyncEngine ae(tiny_backend(), small_options());
+  EXPECT_THROW(ae.submit({}, params_for(0), nullptr), InvalidRequest);
+  SamplingParams bad = params_for(0);
+  bad.top_p = 0.0f;
+  EXPECT_THROW(ae.submit({1, 2}, bad, nullptr), InvalidRequest);
+}
+
+TEST(AsyncEngine, AbortFromAnotherThreadEndsTheRequest) {
+  AsyncEngine ae(tiny_backend(), small_options());
+  Collector c;
+  SamplingParams p = params_for(0);
+  p.max_tokens = 4000;
+  const uint64_t id = ae.submit({1, 2, 3}, p, c.callback());
+  ASSERT_TRUE(c.wait_first_update(id));
+  std::thread([&] { ae.abort(id); }).join();
+  ASSERT_TRUE(c.wait_finished(1, 60s));
+  EXPECT_EQ(c.final[id].reason, FinishReason::Abort);
+  EXPECT_LT(c.tokens[id].size(), 4000u);
+  ae.abort(id);    // already finished: ignored
+  ae.abort(999);   // unknown: ignored
+  ae.drain_and_stop();
+  EXPECT_EQ(ae.stats().kv_blocks_used, 0);
+}
+
+TEST(AsyncEngine, DrainFinishesEverythingThenRefusesNewWork) {
+  AsyncEngine ae(tiny_backend(), small_options());
+  Collector c;
+  for (int r = 0; r < 6; ++r) ae.submit(prompt_for(r), params_for(r), c.callback());
+  ae.drain_and_stop();  // returns once all six are done
+  {
+    std::lock_guard lk(c.mu);
+    ASSERT_EQ(c.final.size(), 6u);
+    for (auto& [id, u] : c.final) {
+      EXPECT_EQ(u.reason, FinishReason::Length);
+      EXPECT_EQ(c.tokens[id].size(), 8u);
+    }
+  }
+  EXPECT_FALSE(ae.accepting());
+  EXPECT_THROW(ae.submit({1}, params_for(0), c.callback()), ShuttingDown);
+}
+
+TEST(AsyncEngine, StopAbortsWhatIsLeft) {
+  AsyncEngine ae(tiny_backend(), small_options());
+  Collector c;
+  SamplingParams p = params_for(0);
+  p.max_tokens = 4000;
+  const uint64_t a = ae.submit({1, 2, 3}, p, c.callback());
+  const uint64_t b = ae.submit({4, 5, 6}, p, c.callback());
+  ASSERT_TRUE(c.wait_first_update(a));
+  ae.stop();
+  std::lock_guard lk(c.mu);
+  ASSERT_EQ(c.final.size(), 2u);
+  EXPECT_EQ(c.final[a].reason, FinishReason::Abort);
+  EXPECT_EQ(c.final[b].reason, FinishReason::Abort);
+}
+
+TEST(AsyncEngine, BoundedQueueThrowsQueueFull) {
+  EngineOptions o = small_options();
+  o.max_num_seqs = 1;
+  o.max_waiting = 2;
+  AsyncEngine ae(tiny_backend(), o);
+  Collector c;
+  SamplingParams p = params_for(0);
+  p.max_tokens = 4000;
+  const uint64_t running = ae.submit({1, 2, 3}, p, c.callback());
+  ASSERT_TRUE(c.wait_first_update(running));  // it runs; the queue is empty
+  ae.submit({4}, p, c.callback());
+  ae.submit({5}, p, c.callback());
+  EXPECT_THROW(ae.submit({6}, p, c.callback()), QueueFull);
+  EXPECT_EQ(ae.stats().waiting, 2);
+  EXPECT_EQ(ae.stats().running, 1);
+  ae.stop();
+}
+
+TEST(AsyncEngine, ResetPrefixCacheRunsBetweenSteps) {
+  AsyncEngine ae(tiny_backend(), small_options());
+  Collector c;
+  const std::vector<int32_t> prompt(40, 11);
+  SamplingParams p = params_for(0);
+  ae.submit(prompt, p, c.callback());
+  ASSERT_TRUE(c.wait_finished(1));
+  const uint64_t second = ae.submit(prompt, p, c.callback());
+  ASSERT_TRUE(c.wait_finished(2));
+  EXPECT_EQ(c.final[second].num_cached_tokens, 32);
+  ae.reset_prefix_cache();
+  const uint64_t third = ae.submit(prompt, p, c.callback());
+  ASSERT_TRUE(c.wait_finished(3));
+  EXPECT_EQ(c.final[third].num_cached_tokens, 0);
+  EXPECT_EQ(c.tokens[third], c.tokens[second]);
+}
+
+TEST(AsyncEngine, ACallbackMaySubmitMore) {
+  AsyncEngine ae(tiny_backend(), small_options());
+  Collector c;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool chained_done = false;
+  AsyncEngine::Callback chained = [&](const RequestUpdate& u) {
+    if (!u.finished) return;
+    std::lock_guard lk(mu);
+    chained_done = true;
+    cv.notify_all();
+  };
+  AsyncEngine::Callback first = [&](const RequestUpdate& u) {
+    if (u.finished) ae.submit({7, 7, 7}, params_for(0), chained);  // from the engine thread
+  };
+  ae.submit({1, 2}, params_for(0), first);
+  std::unique_lock lk(mu);
+  EXPECT_TRUE(cv.wait_for(lk, 60s, [&] { return chained_done; }));
+}
