@@ -234,7 +234,10 @@ int serve(const ServeOptions& o) {
   st.opts = o;
   st.opts.runtime.async = true;
   st.started_at = Runtime::now();
-  if (!o.runtime.model_dir.empty()) ModelConfig::load(o.runtime.model_dir);  // fail fast on a bad folder
+  // Fail fast, before binding, on what needs no loading: the folder's config, the device, the dtype.
+  if (!o.runtime.model_dir.empty()) ModelConfig::load(o.runtime.model_dir);
+  parse_device(o.runtime.device);
+  if (o.runtime.dtype != "auto") parse_dtype(o.runtime.dtype);
 
   HttpServer svr;
   int threads = o.http_threads > 0 ? o.http_threads : std::max(128, o.runtime.engine.max_num_seqs + 32);

@@ -1,0 +1,148 @@
+// The server's pieces without HTTP: request parsing (types, ranges, defaults) and ChoiceState
+// (UTF-8-safe streaming text, stop strings across token boundaries, stop tokens), with the real
+// Qwen3 tokenizer.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "server/choice_state.h"
+#include "server/protocol.h"
+#include "support/paths.h"
+#include "tokenizer/tokenizer.h"
+
+namespace verbatim::server {
+namespace {
+
+json parse(const std::string& s) { return parse_body(s); }
+
+// True when every UTF-8 sequence in s is complete (no character split at either end).
+bool whole_characters(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = s[i];
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+TEST(Protocol, CompletionDefaultsAndLaxIntegers) {
+  SamplingDefaults d;
+  auto r = parse_completion_request(parse(R"({"prompt": "x"})"), d);
+  EXPECT_EQ(*r.max_tokens, 16);
+  EXPECT_EQ(r.params.temperature, 1.0f);
+  EXPECT_EQ(r.params.logprobs, -1);
+  EXPECT_FALSE(r.params.seed.has_value());
+  auto f = parse_completion_request(parse(R"({"prompt": [1, 2], "max_tokens": 16.0, "top_k": -1, "seed": -1})"), d);
+  EXPECT_EQ(*f.max_tokens, 16);
+  EXPECT_EQ(f.params.top_k, 0) << "-1 means off";
+  EXPECT_EQ(*f.params.seed, ~uint64_t(0)) << "negative seeds wrap, as in vLLM";
+  d.temperature = 0.6f;
+  d.top_k = 20;
+  auto g = parse_completion_request(parse(R"({"prompt": "x"})"), d);
+  EXPECT_EQ(g.params.temperature, 0.6f) << "generation_config.json defaults apply";
+  EXPECT_EQ(g.params.top_k, 20);
+  auto e = parse_completion_request(parse(R"({"prompt": "x", "echo": true, "logprobs": 0})"), SamplingDefaults{});
+  EXPECT_TRUE(e.params.prompt_logprobs);
+  EXPECT_EQ(e.params.logprobs, 0);
+}
+
+TEST(Protocol, ErrorsNameTheParam) {
+  auto param_of = [](const std::string& body) {
+    try {
+      parse_chat_request(parse(body), SamplingDefaults{});
+    } catch (const InvalidRequest& e) {
+      return e.param();
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": "x"}], "n": 1.5})"), "n");
+  EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})"), "messages[0].content");
+  EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}]}]})"), "(accepted)");
+  EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 0})"), "(accepted)");
+  EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 1})"), "presence_penalty");
+  EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": "x"}], "unknown_field": 1})"), "(accepted)");
+  EXPECT_EQ(excerpt(std::string(500, 'a')).size(), 43u);
+}
+
+class ChoiceStateTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { tok_ = Tokenizer::load(verbatim::test::tokenizer_dir()).release(); }
+  static void TearDownTestSuite() { delete tok_; }
+  static RequestUpdate update(const std::vector<int32_t>& ids, bool finished = false,
+                              FinishReason reason = FinishReason::None) {
+    RequestUpdate u;
+    for (int32_t id : ids) u.tokens.push_back({id, -1.0f, {}});
+    u.finished = finished;
+    u.reason = reason;
+    return u;
+  }
+  static Tokenizer* tok_;
+};
+Tokenizer* ChoiceStateTest::tok_ = nullptr;
+
+TEST_F(ChoiceStateTest, StreamedTextIsWholeCharactersAndEqualsTheWholeText) {
+  std::string text = "Snow 雪 and 🎉 emoji, naïve café, done.";
+  std::vector<int32_t> ids = tok_->encode(text);
+  ChoiceState one(0, tok_, {});
+  one.apply(update(ids, true, FinishReason::Length));
+  EXPECT_EQ(one.text(), text);
+  ChoiceState streamed(0, tok_, {});
+  std::string joined;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto d = streamed.apply(update({ids[i]}, i + 1 == ids.size(), FinishReason::Length));
+    EXPECT_TRUE(whole_characters(d.text)) << "chunk " << i << " splits a character";
+    joined += d.text;
+  }
+  EXPECT_EQ(joined, text);
+  EXPECT_EQ(streamed.finish_reason(), FinishReason::Length);
+}
+
+TEST_F(ChoiceStateTest, StopStringAcrossTokensCutsTheSameWhateverTheGrouping) {
+  std::string text = "alpha beta gamma delta epsilon";
+  std::vector<int32_t> ids = tok_->encode(text);
+  ChoiceConfig cfg;
+  cfg.stop = {"ma del"};  // spans the tokens of "gamma" and " delta"
+  for (size_t group : {size_t(1), size_t(2), ids.size()}) {
+    ChoiceState s(0, tok_, cfg);
+    std::string joined;
+    for (size_t i = 0; i < ids.size(); i += group) {
+      std::vector<int32_t> part(ids.begin() + i, ids.begin() + std::min(ids.size(), i + group));
+      joined += s.apply(update(part)).text;
+    }
+    EXPECT_TRUE(s.finished());
+    EXPECT_TRUE(s.needs_abort()) << "the engine still runs it";
+    EXPECT_EQ(s.text(), "alpha beta gam");
+    EXPECT_EQ(joined, "alpha beta gam") << "group " << group;
+    EXPECT_EQ(*s.stop_string(), "ma del");
+    EXPECT_EQ(s.finish_reason(), FinishReason::Stop);
+    size_t upto = tok_->encode("alpha beta gamma delta").size();
+    EXPECT_EQ(s.token_ids().size(), upto) << "tokens up to the one completing the stop string";
+  }
+  cfg.include_stop_str_in_output = true;
+  ChoiceState inc(0, tok_, cfg);
+  inc.apply(update(ids));
+  EXPECT_EQ(inc.text(), "alpha beta gamma del");
+}
+
+TEST_F(ChoiceStateTest, StopTokenCountsButItsTextIsLeftOut) {
+  std::vector<int32_t> ids = tok_->encode("Hello there");
+  int32_t eos = *tok_->token_id("<|im_end|>");
+  ids.push_back(eos);
+  ChoiceConfig cfg;
+  cfg.skip_special_tokens = false;
+  cfg.stop_token_ids = {eos};
+  ChoiceState s(0, tok_, cfg);
+  s.apply(update(ids, true, FinishReason::Stop));
+  EXPECT_EQ(s.text(), "Hello there");
+  EXPECT_EQ(s.token_ids().back(), eos);
+  EXPECT_EQ(*s.stop_token(), eos);
+  EXPECT_FALSE(s.needs_abort());
+}
+
+}  // namespace
+}  // namespace verbatim::server
