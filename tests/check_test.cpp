@@ -331,6 +331,11 @@ TEST(CheckOurServer, TokenIdPromptsOnTheTinyModel) {
   EXPECT_EQ(j["features"]["logprobs"], true);
   EXPECT_EQ(j["runs"]["fresh"][0]["token_ids"].size(), 16u);
   EXPECT_NE(j["runs"]["fresh"][0]["token_ids"], j["runs"]["fresh"][1]["token_ids"]);  // not vacuous
+  // The cache rows are not vacuous either: the warm run hit the cache, and each reset emptied it.
+  EXPECT_EQ(j["runs"]["fresh"][0]["cached_tokens"], 0);
+  EXPECT_GT(j["runs"]["warm"][0]["cached_tokens"].get<int>(), 0);
+  EXPECT_EQ(j["runs"]["flushed"][0]["cached_tokens"], 0);
+  EXPECT_NE(r.out.find("cache:   the warm run found"), std::string::npos) << r.out;
   std::cout << r.out;
 }
 

@@ -268,8 +268,30 @@ std::string CheckReport::table() const {
   return t.str();
 }
 
+std::string CheckReport::cache_evidence() const {
+  auto cached = [&](const char* name, int64_t& prompt) {
+    int64_t c = 0;
+    prompt = 0;
+    for (const auto& [n, outs] : runs)
+      if (n == name)
+        for (const auto& o : outs) {
+          if (o.cached_tokens < 0 || o.prompt_tokens < 0) return int64_t{-1};
+          c += o.cached_tokens;
+          prompt += o.prompt_tokens;
+        }
+    return c;
+  };
+  int64_t fresh_prompt = 0, warm_prompt = 0, flushed_prompt = 0;
+  int64_t fresh = cached("fresh", fresh_prompt), warm = cached("warm", warm_prompt), flushed = cached("flushed", flushed_prompt);
+  if (fresh < 0 || warm < 0 || flushed < 0) return "";
+  return "the warm run found " + fmt_int(warm) + " of " + fmt_int(warm_prompt) +
+         " prompt tokens in the cache (fresh run " + fmt_int(fresh) + ", flushed repeat " +
+         fmt_int(flushed) + ")";
+}
+
 std::string CheckReport::summary() const {
   std::string s;
+  if (std::string ev = cache_evidence(); !ev.empty()) s += "cache:   " + ev + "\n";
   for (const auto& w : warnings) s += "warning: " + w + "\n";
   if (other) s += "servers: " + (compare_diff.empty() ? std::string("same fingerprint and version") : compare_diff) + "\n";
   if (!against_file.empty())
@@ -311,6 +333,7 @@ json CheckReport::to_json(const CheckOptions& o) const {
   j["prompt_source"] = o.prompt_source;
   j["users"] = users;
   j["cache_reset"] = cache_reset;
+  if (std::string ev = cache_evidence(); !ev.empty()) j["cache_evidence"] = ev;
   j["features"] = json{{"token_ids", features.token_ids}, {"logprobs", features.logprobs}};
   json rows_j = json::array();
   for (const auto& row : rows) {

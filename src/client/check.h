@@ -51,6 +51,9 @@ struct CheckReport {
   std::string against_diff;         // what differs from the record's fingerprint
   std::string against_file;        // the record's file when --against was given
 
+  // "the warm run found 5,120 of 6,000 prompt tokens in the cache (fresh: 0)", when the server
+  // reports usage.prompt_tokens_details.cached_tokens; shows the cache rows are not vacuous.
+  std::string cache_evidence() const;
   bool any_difference() const;
   std::string header(const CheckOptions& o) const;
   std::string table() const;

@@ -98,9 +98,17 @@ Output parse_answer(const json& answer, bool chat, const std::string& where) {
         for (const auto& t : lp["tokens"]) o.tokens.push_back(t.is_string() ? t.get<std::string>() : t.dump());
     }
   }
-  if (answer.contains("usage") && answer["usage"].is_object() && answer["usage"].contains("completion_tokens") &&
-      answer["usage"]["completion_tokens"].is_number_integer())
-    o.completion_tokens = answer["usage"]["completion_tokens"].get<int64_t>();
+  if (answer.contains("usage") && answer["usage"].is_object()) {
+    const json& u = answer["usage"];
+    if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer())
+      o.completion_tokens = u["completion_tokens"].get<int64_t>();
+    if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer())
+      o.prompt_tokens = u["prompt_tokens"].get<int64_t>();
+    if (u.contains("prompt_tokens_details") && u["prompt_tokens_details"].is_object() &&
+        u["prompt_tokens_details"].contains("cached_tokens") &&
+        u["prompt_tokens_details"]["cached_tokens"].is_number_integer())
+      o.cached_tokens = u["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+  }
   return o;
 }
 
@@ -199,6 +207,8 @@ json Output::to_json() const {
   j["text"] = text;
   j["finish_reason"] = finish_reason;
   j["system_fingerprint"] = fingerprint;
+  if (prompt_tokens >= 0) j["prompt_tokens"] = prompt_tokens;
+  if (cached_tokens >= 0) j["cached_tokens"] = cached_tokens;
   return j;
 }
 

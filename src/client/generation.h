@@ -38,6 +38,8 @@ struct Output {
   std::string finish_reason;
   std::string fingerprint;         // system_fingerprint ("" when absent)
   int64_t completion_tokens = -1;  // usage, when sent
+  int64_t prompt_tokens = -1;      // usage.prompt_tokens, when sent
+  int64_t cached_tokens = -1;      // usage.prompt_tokens_details.cached_tokens, when sent
 
   json to_json() const;
   static Output from_json(const json& j);

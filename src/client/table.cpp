@@ -45,7 +45,10 @@ std::string fmt_fixed(double v, int decimals) {
 std::string fmt_count(double v) {
   if (std::isnan(v)) return "-";
   if (std::fabs(v) < 1000) return fmt_fixed(v, 1);
-  long long n = std::llround(v);
+  return fmt_int(std::llround(v));
+}
+
+std::string fmt_int(long long n) {
   std::string digits = std::to_string(n < 0 ? -n : n);
   std::string out;
   for (size_t i = 0; i < digits.size(); ++i) {

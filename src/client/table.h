@@ -18,6 +18,8 @@ class TextTable {
 
 // 1234.5 -> "1,235"; 140.63 -> "140.6"; the seed page's style for throughput.
 std::string fmt_count(double v);
+// An integer with thousands separators ("5,120").
+std::string fmt_int(long long v);
 // Fixed decimals ("6.9").
 std::string fmt_fixed(double v, int decimals);
 // A ratio as "2.4x" (two decimals when it rounds to 1.0x).
