@@ -15,7 +15,7 @@ const IsaKernels* best_isa() {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
     return &isa_avx512::kernels;
-  if (__builtin_cpu_supports("avx2")) return &isa_avx2::kernels;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return &isa_avx2::kernels;
   return &isa_generic::kernels;
 }
 
@@ -55,7 +55,7 @@ void force_isa(const std::string& name) {
   __builtin_cpu_init();
   const IsaKernels* k = nullptr;
   if (name == "generic") k = &isa_generic::kernels;
-  if (name == "avx2" && __builtin_cpu_supports("avx2")) k = &isa_avx2::kernels;
+  if (name == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) k = &isa_avx2::kernels;
   if (name == "avx512" && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
     k = &isa_avx512::kernels;

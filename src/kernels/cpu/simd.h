@@ -1,9 +1,14 @@
 #pragma once
-// Fixed-width vectors (GCC vector extensions) for the CPU kernels. Every lane operation is an
-// ordinary IEEE fp32 add or multiply (the build uses -ffp-contract=off: no FMA fusion), so the
-// instruction set the compiler picks (SSE2, AVX2, AVX-512) changes speed, never bits.
-// Everything here is `static inline`: each per-ISA translation unit gets its own copy, compiled
-// for its own target, so no AVX code leaks into a generic caller through the linker.
+// The 16 fp32 lanes of the CPU kernels' dot products (ops.h), built from the widest native
+// vectors of the instruction set a translation unit is compiled for: one zmm (AVX-512), two ymm
+// (AVX2) or four xmm (SSE2). Every lane operation is an ordinary IEEE fp32 add or multiply (the
+// build uses -ffp-contract=off: no FMA fusion), so the instruction set changes speed, never bits.
+// (A plain 64-byte GCC vector is not used for the narrower sets: GCC keeps those in memory.)
+// Everything here is `static inline`: each per-ISA translation unit (isa_*.cpp sets
+// VB_ISA_AVX512 / VB_ISA_AVX2) gets its own copy, built for its own target, so no AVX code leaks
+// into a generic caller through the linker.
+#include <immintrin.h>
+
 #include <cstdint>
 #include <cstring>
 
@@ -16,52 +21,100 @@ namespace verbatim::cpu::simd {
 
 inline constexpr int kLanes = 16;  // the dot-product lane count of the contract (ops.h)
 
-typedef float f32x16 __attribute__((vector_size(64), aligned(4), may_alias));
-typedef uint32_t u32x16 __attribute__((vector_size(64), aligned(4), may_alias));
-typedef int32_t i32x16 __attribute__((vector_size(64), aligned(4), may_alias));
-typedef uint16_t u16x16 __attribute__((vector_size(32), aligned(2), may_alias));
-
 #define VB_INLINE static inline __attribute__((always_inline))
 
-VB_INLINE f32x16 load_f32(const float* p) {
-  f32x16 v;
-  std::memcpy(&v, p, sizeof v);
+#if defined(VB_ISA_AVX512)
+inline constexpr int kNative = 16;
+#elif defined(VB_ISA_AVX2)
+inline constexpr int kNative = 8;
+#else
+inline constexpr int kNative = 4;
+#endif
+inline constexpr int kParts = kLanes / kNative;
+
+typedef float nat_f32 __attribute__((vector_size(kNative * 4)));
+typedef uint32_t nat_u32 __attribute__((vector_size(kNative * 4)));
+typedef uint16_t nat_u16 __attribute__((vector_size(kNative * 2)));
+
+// Lanes l = part * kNative + i, in order: the memory layout of 16 consecutive floats.
+struct vec16 {
+  nat_f32 p[kParts];
+};
+
+VB_INLINE vec16 zero16() {
+  vec16 v;
+  for (int i = 0; i < kParts; ++i) v.p[i] = nat_f32{};  // +0 in every lane
   return v;
 }
-VB_INLINE f32x16 bf16x16_to_f32(const uint16_t* p) {
-  u16x16 h;
+VB_INLINE vec16 operator+(vec16 a, const vec16& b) {
+  for (int i = 0; i < kParts; ++i) a.p[i] = a.p[i] + b.p[i];
+  return a;
+}
+VB_INLINE vec16 operator*(vec16 a, const vec16& b) {
+  for (int i = 0; i < kParts; ++i) a.p[i] = a.p[i] * b.p[i];
+  return a;
+}
+VB_INLINE vec16 operator*(float s, vec16 b) {
+  for (int i = 0; i < kParts; ++i) b.p[i] = s * b.p[i];
+  return b;
+}
+
+VB_INLINE vec16 load_f32(const float* p) {
+  vec16 v;
+  for (int i = 0; i < kParts; ++i) std::memcpy(&v.p[i], p + i * kNative, sizeof(nat_f32));
+  return v;
+}
+VB_INLINE void store_f32(float* p, const vec16& v) {
+  for (int i = 0; i < kParts; ++i) std::memcpy(p + i * kNative, &v.p[i], sizeof(nat_f32));
+}
+
+// bf16 is the top half of an fp32: widening is a zero-extend and a shift (exact). The AVX sets
+// spell it with intrinsics because GCC turns the generic conversion into many shuffles.
+VB_INLINE nat_f32 bf16_part(const uint16_t* p) {
+#if defined(VB_ISA_AVX512)
+  return (nat_f32)_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
+#elif defined(VB_ISA_AVX2)
+  return (nat_f32)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16);
+#else
+  nat_u16 h;
   std::memcpy(&h, p, sizeof h);
-  u32x16 w = __builtin_convertvector(h, u32x16) << 16;  // exact: bf16 is the top half of fp32
-  return (f32x16)w;
+  return (nat_f32)(__builtin_convertvector(h, nat_u32) << 16);
+#endif
 }
-VB_INLINE f32x16 f16x16_to_f32(const uint16_t* p) {
-  u16x16 h16;
+
+// fp16 to fp32 (exact): the hardware conversion where there is one, else the bits rearranged.
+VB_INLINE nat_f32 f16_part(const uint16_t* p) {
+#if defined(VB_ISA_AVX512)
+  return (nat_f32)_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#elif defined(VB_ISA_AVX2)
+  return (nat_f32)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));  // F16C
+#else
+  nat_u16 h16;
   std::memcpy(&h16, p, sizeof h16);
-  u32x16 h = __builtin_convertvector(h16, u32x16);
-  u32x16 sign = (h & 0x8000u) << 16;
-  u32x16 em = (h & 0x7fffu) << 13;
-  // Exponent/mantissa placed in fp32 position and rescaled by 2^112: exact for normals and
-  // subnormals (a power-of-two multiply of a representable value).
-  u32x16 finite = (u32x16)((f32x16)em * 0x1p112f);
-  u32x16 infnan = (u32x16)((h & 0x7c00u) == 0x7c00u);  // all-ones where exponent is 31
-  u32x16 bits = (finite & ~infnan) | ((em | 0x7f800000u) & infnan);
-  return (f32x16)(bits | sign);
+  const nat_u32 h = __builtin_convertvector(h16, nat_u32);
+  const nat_u32 sign = (h & 0x8000u) << 16;
+  const nat_u32 em = (h & 0x7fffu) << 13;
+  // Exponent and mantissa in fp32 position, rescaled by 2^112: exact for normals and subnormals.
+  const nat_u32 finite = (nat_u32)((nat_f32)em * 0x1p112f);
+  const nat_u32 infnan = (nat_u32)((h & 0x7c00u) == 0x7c00u);  // all ones where the exponent is 31
+  const nat_u32 bits = (finite & ~infnan) | ((em | 0x7f800000u) & infnan);
+  return (nat_f32)(bits | sign);
+#endif
 }
 
-// Loads 16 weights of storage type `wt` starting at element k of row `w`, as fp32 (exact).
-VB_INLINE f32x16 load_w(DType wt, const void* w, int64_t k) {
-  switch (wt) {
-    case DType::BF16: return bf16x16_to_f32(static_cast<const uint16_t*>(w) + k);
-    case DType::F16: return f16x16_to_f32(static_cast<const uint16_t*>(w) + k);
-    default: return load_f32(static_cast<const float*>(w) + k);
-  }
+// 16 weights of storage type `wt` starting at element k of row `w`, as fp32 (exact).
+VB_INLINE vec16 load_w(DType wt, const void* w, int64_t k) {
+  if (wt == DType::F32) return load_f32(static_cast<const float*>(w) + k);
+  const uint16_t* h = static_cast<const uint16_t*>(w) + k;
+  vec16 v;
+  for (int i = 0; i < kParts; ++i) v.p[i] = wt == DType::BF16 ? bf16_part(h + i * kNative) : f16_part(h + i * kNative);
+  return v;
 }
 
-// The contract's fixed lane-combining tree: halves added pairwise (lane l + lane l+8, then +4,
-// +2, +1), i.e. ((a0+a8)+(a4+a12)) + ((a2+a10)+(a6+a14)) + ... in a fixed pattern.
-VB_INLINE float reduce_tree(f32x16 a) {
-  float t[16];
-  std::memcpy(t, &a, sizeof t);
+// The contract's fixed lane-combining tree: t[l] += t[l+8] (l < 8), then +4, +2, +1.
+VB_INLINE float reduce_tree(const vec16& a) {
+  float t[kLanes];
+  store_f32(t, a);
   for (int w = 8; w >= 1; w >>= 1)
     for (int l = 0; l < w; ++l) t[l] = t[l] + t[l + w];
   return t[0];
