@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "core/hash.h"
+#include "core/error.h"
 #include "engine/cpu_backend.h"
+#include "kernels/ops.h"
 #include "model/safetensors.h"
 #include "support/paths.h"
 
@@ -162,6 +165,39 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Parity, ::testing::Values("qwen3-tiny-tied", 
                            std::replace(s.begin(), s.end(), '-', '_');
                            return s;
                          });
+
+}  // namespace
+}  // namespace verbatim
+
+namespace verbatim {
+namespace {
+
+// The CPU reference's exact bits for one prompt, recorded once (identical on an AMD EPYC Zen 4
+// with glibc 2.36 and an Intel Xeon with glibc 2.39, on the AVX-512, AVX2 and SSE2 paths). A
+// change here means the reference's numerics changed: if on purpose, bump "cpu-ref-vN" in
+// cpu::kernel_config() (it is in every fingerprint) and record the new values.
+TEST(ReferenceBits, TinyFixtureLogitsHaveTheRecordedBits) {
+  auto golden = load_golden("qwen3-tiny-tied");
+  ASSERT_GE(golden.size(), 4u);
+  const std::vector<int32_t>& ids = golden[3].ids;  // 64 tokens: one full attention tile
+  const std::pair<DType, const char*> recorded[] = {
+      {DType::F32, "d7c29acc7118b3a7"}, {DType::BF16, "e0e7cf1e2c4e6362"}, {DType::F16, "d9be0476a6d46e5e"}};
+  for (const char* isa : {"avx512", "avx2", "generic"}) {
+    try {
+      cpu::testing::force_isa(isa);
+    } catch (const Error&) {
+      continue;  // this CPU lacks it
+    }
+    for (const auto& [dt, want] : recorded) {
+      auto be = make_cpu_backend(test::fixture("qwen3-tiny-tied"), dt);
+      be->allocate_kv(8, 16);
+      const std::vector<float> logits = prefill_all(*be, ids);
+      EXPECT_EQ(hex64(hash_bytes(logits.data(), logits.size() * 4)), want)
+          << isa << " " << dtype_name(dt) << ": the CPU reference's bits changed (see the comment above)";
+    }
+  }
+  cpu::testing::force_isa("");
+}
 
 }  // namespace
 }  // namespace verbatim
