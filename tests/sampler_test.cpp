@@ -230,3 +230,29 @@ TEST(Sampler, NonFiniteLogitsDoNotCrash) {
   s.want_logprob = true;
   EXPECT_GE(sample_row(all_neg_inf.data(), 2, s).token, 0);
 }
+
+// The draw's full ordering (no top-k) must be exactly (logit desc, id asc), ties and signed zeros
+// included: top_p just above each prefix's mass keeps exactly that prefix.
+TEST(Sampler, OrderIsLogitDescThenIdWithTiesAndSignedZeros) {
+  std::vector<float> x = {0.0f, -0.0f, 1.0f, -1.0f, 1.0f, 0.0f, -0.0f, 2.0f, -1.0f, 0.5f};
+  std::vector<int32_t> order = {7, 2, 4, 9, 0, 1, 5, 6, 3, 8};
+  std::vector<double> w;
+  double total = 0;
+  for (int32_t id : order) {
+    w.push_back(std::exp(double(x[size_t(id)]) - 2.0));
+    total += w.back();
+  }
+  double cum = 0;
+  for (size_t k = 1; k < order.size(); ++k) {
+    cum += w[k - 1];
+    // top_p slightly above the mass of the first k ids keeps the first k + 1 of them.
+    const float top_p = float((cum + 0.25 * w[k]) / total);
+    std::set<int32_t> drawn;
+    for (int64_t pos = 0; pos < 4000; ++pos) {
+      SampleSpec s = sampling(17, pos);
+      s.top_p = top_p;
+      drawn.insert(sample_row(x.data(), 10, s).token);
+    }
+    EXPECT_EQ(drawn, std::set<int32_t>(order.begin(), order.begin() + long(k) + 1)) << "prefix " << k;
+  }
+}

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace verbatim {
@@ -31,6 +32,35 @@ struct Candidate {
 };
 inline bool before(const Candidate& a, const Candidate& b) {
   return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+// An unsigned key whose ascending order is the (logit desc) order; -0 and +0 share a key, as
+// they compare equal. Finite logits only.
+inline uint32_t descending_key(float logit) {
+  uint32_t u = logit == 0.0f ? 0u : f32_bits(logit);
+  uint32_t ascending = (u & 0x80000000u) ? ~u : (u ^ 0x80000000u);
+  return ~ascending;
+}
+
+// Sorts by (logit desc, id asc): a stable LSD radix sort on the logit key of candidates that
+// arrive in id order, so it gives exactly the order std::sort with before() gives, in O(n).
+void sort_candidates(std::vector<Candidate>& cand) {
+  constexpr int kBits = 11, kBuckets = 1 << kBits;
+  std::vector<Candidate> tmp(cand.size());
+  std::vector<uint32_t> keys(cand.size()), tmp_keys(cand.size());
+  for (size_t i = 0; i < cand.size(); ++i) keys[i] = descending_key(cand[i].logit);
+  for (int shift = 0; shift < 32; shift += kBits) {
+    size_t count[kBuckets + 1] = {};
+    for (uint32_t k : keys) ++count[((k >> shift) & (kBuckets - 1)) + 1];
+    for (int b = 0; b < kBuckets; ++b) count[b + 1] += count[b];
+    for (size_t i = 0; i < cand.size(); ++i) {
+      size_t dst = count[(keys[i] >> shift) & (kBuckets - 1)]++;
+      tmp[dst] = cand[i];
+      tmp_keys[dst] = keys[i];
+    }
+    cand.swap(tmp);
+    keys.swap(tmp_keys);
+  }
 }
 
 std::vector<char> banned_mask(int vocab, const std::vector<int32_t>& banned) {
@@ -73,7 +103,7 @@ int32_t draw(const float* logits, int vocab, const SampleSpec& spec, const std::
     std::partial_sort(cand.begin(), cand.begin() + spec.top_k, cand.end(), before);
     n = size_t(spec.top_k);
   } else {
-    std::sort(cand.begin(), cand.end(), before);
+    sort_candidates(cand);  // candidates were pushed in id order: the radix sort's stability needs it
   }
   // Every sum below runs in the sorted order, one fp32 accumulator: a fixed reduction order.
   auto total_of = [&](size_t count) {
