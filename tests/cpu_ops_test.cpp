@@ -198,6 +198,47 @@ TEST(CpuOps, ExpIsWithinTwoUlpOfDoubleExp) {
   EXPECT_GT(cpu::exp_f32(-100.0f), 0.0f);  // subnormal result, not flushed
 }
 
+// The exp recipe as ops.h documents it (and the CUDA kernels mirror it), written plainly with
+// floorf: exp_f32 must give exactly these bits.
+float exp_recipe(float x) {
+  if (x != x) return x;
+  if (x > 88.72283935546875f) return INFINITY;
+  if (x < -103.97208404541015625f) return 0.0f;
+  const float kf = std::floor(x * 1.44269504088896341f + 0.5f);
+  const float r = (x - kf * 0.693359375f) - kf * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = (p * (r * r) + r) + 1.0f;
+  const int k = int(kf), k1 = k / 2, k2 = k - k1;
+  return (y * std::ldexp(1.0f, k1)) * std::ldexp(1.0f, k2);
+}
+
+TEST(CpuOps, ExpFollowsTheDocumentedRecipeBitForBit) {
+  std::vector<float> xs = {0.0f, -0.0f, 88.72283935546875f, 88.7228f, -103.97208404541015625f, -103.9f, 1e-30f};
+  std::mt19937 rng(20);
+  std::uniform_real_distribution<float> ud(-110.0f, 95.0f);
+  for (int i = 0; i < 1000000; ++i) xs.push_back(ud(rng));
+  // Where x * log2(e) + 0.5 lands on an integer, the rounding of k decides the result.
+  for (int k = -150; k <= 128; ++k) {
+    float x = (float(k) - 0.5f) * 0.693147180559945309f;
+    for (int d = 0; d < 64; ++d) {
+      xs.push_back(x);
+      x = std::nextafter(x, d < 32 ? INFINITY : -INFINITY);
+    }
+  }
+  int ties = 0;
+  for (float x : xs) {
+    const float y0 = x * 1.44269504088896341f + 0.5f;
+    ties += y0 == std::floor(y0);
+    ASSERT_EQ(f32_bits(cpu::exp_f32(x)), f32_bits(exp_recipe(x))) << std::hexfloat << x;
+  }
+  EXPECT_GT(ties, 0);  // the exact-integer case really was exercised
+}
+
 TEST(CpuOps, SiluMulMatchesDoubleAndRoundsTwice) {
   std::mt19937 rng(2);
   for (DType act : kActs) {

@@ -17,11 +17,14 @@ static inline __attribute__((always_inline)) float exp_inline(float x) {
   const bool is_nan = x != x;
   const bool over = x > 88.72283935546875f;         // above ln(FLT_MAX): +inf
   const bool under = x < -103.97208404541015625f;   // below ln(2^-150): rounds to 0
-  const float xc = (is_nan || over || under) ? 0.0f : x;
+  const float xc = (is_nan | over | under) ? 0.0f : x;
   // x = k ln2 + r, |r| <= ln2 / 2; ln2 split in two so k * 0.693359375 is exact (Cody-Waite).
-  // k = x / ln2 rounded to nearest (even) by adding and removing 1.5 * 2^23 (|x / ln2| < 2^22),
-  // which vectorizes where floorf does not.
-  const float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  // k = floor(x / ln2 + 0.5): the nearest integer by adding and removing 1.5 * 2^23 (exact for
+  // |y| < 2^22), then one down if that rounded up. Same value as floorf (the CUDA kernels use
+  // floorf), spelled so GCC vectorizes it.
+  const float y0 = xc * 1.44269504088896341f + 0.5f;
+  const float rn = (y0 + 12582912.0f) - 12582912.0f;
+  const float kf = rn - (rn > y0 ? 1.0f : 0.0f);
   const float r = (xc - kf * 0.693359375f) - kf * -2.12194440e-4f;
   // Cephes expf polynomial, Horner, each step a separate multiply and add.
   float p = 1.9875691500e-4f;
