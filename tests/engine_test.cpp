@@ -4,6 +4,11 @@
 // preemption with recompute. Controls show the comparisons are not vacuous.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
 #include <map>
 #include <memory>
 #include <string>
@@ -275,6 +280,52 @@ TEST(Engine, StopTokensEndWithStopAndMinTokensHoldsThemBack) {
             std::vector<int32_t>(base.tokens.begin(), base.tokens.begin() + long(first)));
   EXPECT_NE(held.tokens[first], stop);
   for (size_t i = 0; i + 1 < held.tokens.size(); ++i) EXPECT_TRUE(i < first || held.tokens[i] != stop);
+}
+
+// A copy of the tied fixture whose config.json names `eos` as its end-of-sequence token.
+std::string fixture_with_eos(int32_t eos) {
+  namespace fs = std::filesystem;
+  const std::string dir = test::temp_dir("engine-eos");
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors"})
+    fs::copy_file(model_dir("qwen3-tiny-tied") + "/" + f, dir + "/" + f, fs::copy_options::overwrite_existing);
+  std::ifstream in(dir + "/config.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  in.close();
+  const std::string patched =
+      std::regex_replace(text.str(), std::regex("\"eos_token_id\": null"), "\"eos_token_id\": " + std::to_string(eos));
+  EXPECT_NE(patched, text.str());
+  std::ofstream(dir + "/config.json") << patched;
+  return dir;
+}
+
+TEST(Engine, EosEndsWithStopUnlessIgnored) {
+  const std::vector<int32_t> prompt = {5, 17, 99, 3, 250, 7};
+  auto plain = make_engine("qwen3-tiny-tied", {});
+  const auto base = run_together(*plain, {{prompt, greedy(12)}})[0];
+  const int32_t eos = base.tokens[4];
+  size_t first = 0;
+  while (base.tokens[first] != eos) ++first;
+
+  EngineOptions o;
+  o.num_kv_blocks = 64;
+  Engine e(make_cpu_backend(fixture_with_eos(eos), DType::BF16), o);
+  ASSERT_EQ(e.backend().config().eos_token_ids, std::vector<int32_t>{eos});
+  const auto stopped = run_together(e, {{prompt, greedy(12)}})[0];
+  EXPECT_EQ(stopped.reason, FinishReason::Stop);
+  EXPECT_EQ(stopped.tokens, std::vector<int32_t>(base.tokens.begin(), base.tokens.begin() + long(first) + 1));
+
+  SamplingParams ignore = greedy(12);
+  ignore.ignore_eos = true;
+  const auto ignored = run_together(e, {{prompt, ignore}})[0];
+  EXPECT_EQ(ignored.reason, FinishReason::Length);
+  EXPECT_EQ(ignored.tokens, base.tokens);
+
+  SamplingParams held = greedy(12);
+  held.min_tokens = int(first) + 1;
+  const auto out = run_together(e, {{prompt, held}})[0];
+  ASSERT_GT(out.tokens.size(), first);
+  EXPECT_NE(out.tokens[first], eos);  // banned until min_tokens
 }
 
 TEST(Engine, AbortFreesBlocksAndReportsAbort) {
