@@ -62,27 +62,36 @@ __global__ void qkv_post_kernel(QkvPost p, int T_) {
   }
 }
 
+// One warp (= one block) per row, the updated row staged in shared memory (rmsnorm.cu's order).
 template <typename T>
 __global__ void add_rmsnorm_from_kernel(T* __restrict__ h, GemmResult d, int64_t rows, int D,
                                         const float* __restrict__ w, float eps, T* __restrict__ y) {
-  const int64_t r = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
-  const int lane = threadIdx.x & 31;
+  extern __shared__ __align__(16) unsigned char row_raw[];
+  T* row = reinterpret_cast<T*>(row_raw);
+  const int64_t r = blockIdx.x;
+  const int lane = threadIdx.x;
   if (r >= rows) return;
   T* hr = h + r * D;
-  for (int k = lane; k < D; k += 32) hr[k] = from_f<T>(fadd(to_f(hr[k]), gemm_value<T>(d, r, k)));
+  for (int k = lane; k < D; k += 32) {
+    const T v = from_f<T>(fadd(to_f(hr[k]), gemm_value<T>(d, r, k)));
+    hr[k] = v;
+    row[k] = v;
+  }
   __syncwarp();
   float s = 0.0f;
-  if (lane < 16)
+  if (lane < 16) {
+#pragma unroll 8
     for (int k = lane; k < D; k += 16) {
-      const float v = to_f(hr[k]);
+      const float v = to_f(row[k]);
       s = fadd(s, fmul(v, v));
     }
+  }
 #pragma unroll
   for (int o = 8; o >= 1; o >>= 1) s = fadd(s, __shfl_down_sync(0xffffffffu, s, o));
   s = __shfl_sync(0xffffffffu, s, 0);
   const float inv = fdiv(1.0f, __fsqrt_rn(fadd(fdiv(s, float(D)), eps)));
   T* yr = y + r * D;
-  for (int k = lane; k < D; k += 32) yr[k] = from_f<T>(fmul(w[k], round_as<T>(fmul(to_f(hr[k]), inv))));
+  for (int k = lane; k < D; k += 32) yr[k] = from_f<T>(fmul(w[k], round_as<T>(fmul(to_f(row[k]), inv))));
 }
 
 template <typename T>
@@ -129,13 +138,13 @@ void qkv_post(const QkvPost& p, int T, DType t, cudaStream_t stream) {
 void add_rmsnorm_from(void* h, const GemmResult& d, int64_t rows, int D, const float* w, float eps, DType t, void* y,
                       cudaStream_t stream) {
   if (rows <= 0) return;
-  const int blocks = ceil_div(rows, kWarps);
+  const size_t smem = size_t(D) * 2;
   if (t == DType::BF16)
-    add_rmsnorm_from_kernel<bf16><<<blocks, kWarps * 32, 0, stream>>>(static_cast<bf16*>(h), d, rows, D, w, eps,
-                                                                      static_cast<bf16*>(y));
+    add_rmsnorm_from_kernel<bf16><<<unsigned(rows), 32, smem, stream>>>(static_cast<bf16*>(h), d, rows, D, w, eps,
+                                                                        static_cast<bf16*>(y));
   else
-    add_rmsnorm_from_kernel<f16><<<blocks, kWarps * 32, 0, stream>>>(static_cast<f16*>(h), d, rows, D, w, eps,
-                                                                     static_cast<f16*>(y));
+    add_rmsnorm_from_kernel<f16><<<unsigned(rows), 32, smem, stream>>>(static_cast<f16*>(h), d, rows, D, w, eps,
+                                                                       static_cast<f16*>(y));
   VB_CUDA_LAUNCHED();
 }
 
