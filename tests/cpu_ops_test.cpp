@@ -673,7 +673,7 @@ TEST(CpuOps, KvWriteStoresExactBitsInTheCacheDtype) {
 
 TEST(CpuOps, KernelConfigNamesTheBitChangingChoices) {
   const std::string k = cpu::kernel_config();
-  EXPECT_NE(k.find("cpu-ref-v1"), std::string::npos);
+  EXPECT_NE(k.find("cpu-ref-v2"), std::string::npos);
   EXPECT_NE(k.find("lanes16"), std::string::npos);
   EXPECT_NE(k.find("attn_tile=64"), std::string::npos);
 }

@@ -12,7 +12,6 @@
 #include "kernels/ops.h"
 
 namespace verbatim {
-namespace {
 
 // Converts n values of one dtype to another (exact when widening, round-to-nearest-even otherwise).
 void convert_values(const void* src, DType from, void* dst, DType to, int64_t n) {
@@ -31,8 +30,6 @@ void convert_values(const void* src, DType from, void* dst, DType to, int64_t n)
     }
   }
 }
-
-}  // namespace
 
 WeightRef CpuBackend::in_compute_dtype(const WeightRef& w) {
   if (w.dtype == act_) return w;
@@ -97,30 +94,34 @@ void CpuBackend::allocate_kv(int num_blocks, int block_size) {
 std::string CpuBackend::kernel_config() const { return cpu::kernel_config(); }
 
 void CpuBackend::validate(const ForwardBatch& b) const {
+  validate_forward_batch(b, weights_.config.vocab_size, num_blocks_, block_size_);
+}
+
+void validate_forward_batch(const ForwardBatch& b, int vocab_size, int num_blocks, int block_size) {
   const size_t T = b.tokens.size();
-  if (num_blocks_ == 0) throw Error("forward: the KV cache is not allocated (call allocate_kv first)");
+  if (num_blocks == 0) throw Error("forward: the KV cache is not allocated (call allocate_kv first)");
   if (b.positions.size() != T || b.token_seq.size() != T)
     throw Error("forward: batch has " + std::to_string(T) + " tokens but " + std::to_string(b.positions.size()) +
                 " positions and " + std::to_string(b.token_seq.size()) + " token_seq entries");
   for (size_t t = 0; t < T; ++t) {
-    if (b.tokens[t] < 0 || b.tokens[t] >= weights_.config.vocab_size)
+    if (b.tokens[t] < 0 || b.tokens[t] >= vocab_size)
       throw Error("forward: token " + std::to_string(b.tokens[t]) + " at batch row " + std::to_string(t) +
-                  " is outside the vocabulary (" + std::to_string(weights_.config.vocab_size) + ")");
+                  " is outside the vocabulary (" + std::to_string(vocab_size) + ")");
     const int32_t s = b.token_seq[t], p = b.positions[t];
     if (s < 0 || size_t(s) >= b.block_tables.size())
       throw Error("forward: token_seq " + std::to_string(s) + " at batch row " + std::to_string(t) +
                   " has no block table");
     if (p < 0) throw Error("forward: negative position at batch row " + std::to_string(t));
     const std::vector<int32_t>& bt = b.block_tables[size_t(s)];
-    if (size_t(p / block_size_) >= bt.size())
+    if (size_t(p / block_size) >= bt.size())
       throw Error("forward: position " + std::to_string(p) + " at batch row " + std::to_string(t) +
                   " is beyond its block table (" + std::to_string(bt.size()) + " blocks)");
   }
   for (const std::vector<int32_t>& bt : b.block_tables)
     for (int32_t blk : bt)
-      if (blk < 0 || blk >= num_blocks_)
+      if (blk < 0 || blk >= num_blocks)
         throw Error("forward: block id " + std::to_string(blk) + " is outside the KV cache (" +
-                    std::to_string(num_blocks_) + " blocks)");
+                    std::to_string(num_blocks) + " blocks)");
   for (int32_t r : b.logit_rows)
     if (r < 0 || size_t(r) >= T) throw Error("forward: logit row " + std::to_string(r) + " is not a batch row");
 }
@@ -176,13 +177,15 @@ void CpuBackend::forward_logits(const ForwardBatch& b, float* logits) {
     // reads it from the cache exactly as a later decode step would.
     cpu::kv_write(kv, k_.data(), v_.data(), T, slots_.data());
     cpu::attention(q_.data(), T, nh, kv, b.positions.data(), tables_.data(), scale, a, attn_.data());
-    cpu::matmul(attn_.data(), T, L.o_proj, a, o_.data());
+    // o_proj and down_proj are the row-parallel GEMMs of tensor parallelism: K in fixed chunks,
+    // so this TP = 1 run has the bits of every TP size (docs/tensor-parallel.md).
+    cpu::matmul_kchunked(attn_.data(), T, L.o_proj, a, o_.data());
     cpu::add_inplace(x_.data(), o_.data(), T * H, a);
     cpu::rmsnorm(x_.data(), T, H, L.post_norm, c.rms_norm_eps, a, h_.data());
     cpu::matmul(h_.data(), T, L.gate_proj, a, gate_.data());
     cpu::matmul(h_.data(), T, L.up_proj, a, up_.data());
     cpu::silu_mul(gate_.data(), up_.data(), T, I, a, gate_.data());
-    cpu::matmul(gate_.data(), T, L.down_proj, a, o_.data());
+    cpu::matmul_kchunked(gate_.data(), T, L.down_proj, a, o_.data());
     cpu::add_inplace(x_.data(), o_.data(), T * H, a);
   }
   // Only the rows that need a distribution go through the final norm and lm_head (row-wise ops,

@@ -47,6 +47,13 @@ class CpuBackend : public Backend {
   std::vector<const int32_t*> tables_;
 };
 
+// Shared with the other CPU backends (tp_sim_backend.h):
+// Converts n values of one dtype to another (exact when widening, round-to-nearest-even otherwise).
+void convert_values(const void* src, DType from, void* dst, DType to, int64_t n);
+// Checks a batch against the vocabulary and an allocated cache of num_blocks blocks of block_size;
+// throws Error naming the offending field.
+void validate_forward_batch(const ForwardBatch& b, int vocab_size, int num_blocks, int block_size);
+
 // Loads the checkpoint in `model_dir` and builds a CPU backend computing in `dtype`.
 std::unique_ptr<Backend> make_cpu_backend(const std::string& model_dir, DType dtype);
 

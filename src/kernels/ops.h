@@ -10,6 +10,8 @@
 //    the products of k = l, l+16, l+32, ... in ascending k starting from +0; then the lanes are
 //    combined by the fixed halving tree t[l] += t[l+8] (l<8), t[l] += t[l+4] (l<4), t[l] += t[l+2],
 //    t[0] += t[1]. Products and sums are separate IEEE fp32 operations (no FMA).
+//  * row-parallel GEMMs (o_proj, down_proj): the same dot per K chunk, 8 chunks combined by a fixed
+//    tree (matmul_kchunked below), so tensor-parallel sizes 1..8 give the same bits.
 //  * attention, per (token, head): see attention() below.
 //  * exp is cpu::exp_f32 below (a fixed polynomial, not libm) so no libm version or CPU dispatch
 //    can change a bit.
@@ -33,6 +35,37 @@ using Mat = WeightRef;
 void matmul(const float* x, int64_t M, const Mat& W, DType act, float* y);
 // Same, without rounding the output (the logits are returned in fp32).
 void matmul_f32out(const float* x, int64_t M, const Mat& W, float* y);
+
+// Row-parallel GEMMs (o_proj, down_proj; docs/tensor-parallel.md). Their K is the dimension that
+// tensor parallelism splits across ranks, so their reduction is cut into kTpChunks fixed chunks
+// that a rank owns whole at every TP size N in {1, 2, 4, 8}; the chunk sums are combined by one
+// fixed tree. TP = 1 and TP = N therefore perform the same fp32 operations on the same operands.
+inline constexpr int kTpChunks = 8;
+
+// First k of chunk c (0 <= c <= kTpChunks) of a K-long reduction: floor(c * K / kTpChunks). From K
+// alone; chunks need not be equal (K = 300: 0, 37, 75, 112, 150, 187, 225, 262, 300) nor multiples
+// of 16, and are empty when K < kTpChunks. Rank r of N owns chunks [r*8/N, (r+1)*8/N), i.e. the K
+// range [kchunk_begin(K, r*8/N), kchunk_begin(K, (r+1)*8/N)) = [floor(r*K/N), floor((r+1)*K/N)).
+constexpr int64_t kchunk_begin(int64_t K, int c) { return int64_t(c) * K / kTpChunks; }
+
+// y[m, n] = round_act(tree(p_0, ..., p_7)), where p_c = the dot of x[m, :] and W[n, :] over chunk
+// c's k range in the ops.h dot order (16 lanes from +0, lane l taking the chunk's k = b + l,
+// b + l + 16, ..., then the halving tree), and tree is the fixed pairwise combine
+//   ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7)).
+// Why a tree and not ascending: every subtree is one rank's chunks at some N, so a rank can sum its
+// own chunks first and send one value per output (the traffic of a plain all-reduce).
+void matmul_kchunked(const float* x, int64_t M, const Mat& W, DType act, float* y);
+
+// One rank's share of matmul_kchunked: chunks [c0, c1) of a reduction of length K (c1 - c0 a power
+// of two, c0 a multiple of it: one subtree of the tree above). x: [M, w] and W: [N, w] hold only
+// the columns k in [kchunk_begin(K, c0), kchunk_begin(K, c1)) (w of them: the rank's shard).
+// partial[m, n] = that subtree's fp32 sum (not rounded). Throws Error on a misaligned range.
+void matmul_kchunk_partial(const float* x, int64_t M, const Mat& W, int64_t K, int c0, int c1, float* partial);
+
+// Finishes the tree: parts[0..count) are the subtree sums of chunks [i*8/count, (i+1)*8/count)
+// (count in {1, 2, 4, 8}, i.e. what the ranks of TP = count sent, in rank order);
+// y[i] = round_act(tree(parts[0][i], ..., parts[count-1][i])). Gives matmul_kchunked's bits.
+void combine_kchunk_partials(const float* const* parts, int count, int64_t n, DType act, float* y);
 
 // y = round(w * round(x / sqrt(mean(x^2) + eps))) per row of length D (as HF Qwen3RMSNorm).
 void rmsnorm(const float* x, int64_t M, int64_t D, const Mat& w, float eps, DType act, float* y);
@@ -86,7 +119,7 @@ float exp_f32(float x);
 // silu(x) = x / (1 + exp_f32(-x)), in fp32.
 float silu_f32(float x);
 
-// A string naming every kernel choice that changes bits ("cpu-ref-v1;lanes=16;..."), for the
+// A string naming every kernel choice that changes bits ("cpu-ref-v2;lanes=16;..."), for the
 // system fingerprint. The instruction set and thread count are not in it: they change no bit.
 std::string kernel_config();
 
@@ -95,7 +128,7 @@ namespace testing {
 // prove it). Throws Error if the CPU lacks it. "" restores the automatic choice.
 void force_isa(const std::string& name);
 std::string isa_name();
-// TEST ONLY: when on, matmul with M > 1 sums K in reverse order, a deliberately batch-dependent
+// TEST ONLY: when on, matmul (and matmul_kchunked) with M > 1 sums K in reverse order, a deliberately batch-dependent
 // kernel. The invariance tests turn it on to prove they can detect a batch dependence.
 void set_batch_dependent_matmul(bool on);
 // Ops run on several threads only when they have at least this much work (about flops; default

@@ -40,7 +40,9 @@ bool parallel_worth_it(int64_t work) { return work >= g_min_parallel_work.load(s
 
 std::string kernel_config() {
   // Everything here changes bits; the ISA variant and thread count do not (tests prove it).
-  return "cpu-ref-v1;dot=lanes16-halving-tree;no-fma;attn_tile=" + std::to_string(kAttnTile) +
+  // v2: o_proj and down_proj reduce K in kTpChunks chunks combined by a fixed tree (TP-invariant).
+  return "cpu-ref-v2;dot=lanes16-halving-tree;no-fma;row_parallel=kchunks" + std::to_string(kTpChunks) +
+         "-floor-bounds-pairwise-tree;attn_tile=" + std::to_string(kAttnTile) +
          ";softmax=online-tile-merge,p-rounded,sum-of-rounded-p;exp=cody-waite-deg6;"
          "rope=powf-cosf-sinf-f32;rmsnorm=1/sqrtf";
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "kernels/ops.h"
 
 namespace verbatim::cpu {
 
@@ -14,6 +15,13 @@ struct IsaKernels {
   // of W ([N, K], storage `wt`), reduced in the ops.h order; rounded to `act` if `round`.
   void (*matmul_block)(const float* x, int64_t M, const void* W, DType wt, int64_t K, int64_t n0,
                        int64_t n1, float* y, int64_t ldy, DType act, bool round);
+  // Same, but each output's K is reduced as `nchunks` (a power of two <= kTpChunks) consecutive
+  // ranges [bounds[c], bounds[c+1]) (bounds[0] = 0, bounds[nchunks] = K), each a dot in the ops.h
+  // order with its lanes counted from the range's first k, combined by the pairwise tree of
+  // matmul_kchunked (ops.h).
+  void (*matmul_kchunk_block)(const float* x, int64_t M, const void* W, DType wt, int64_t K,
+                              const int64_t* bounds, int nchunks, int64_t n0, int64_t n1, float* y,
+                              int64_t ldy, DType act, bool round);
   // sum_k a[k] * b[k] in the ops.h order (16 lanes, fixed tree).
   float (*dot)(const float* a, const float* b, int64_t K);
   // y[i] = y[i] + a * x[i]

@@ -1,4 +1,5 @@
-// matmul: y = x · W^T. Threads split the rows of W (outputs), never one reduction (ops.h order).
+// matmul: y = x · W^T, and its row-parallel form (K in kTpChunks chunks, combined by a fixed tree).
+// Threads split the rows of W (outputs), never one reduction (ops.h order).
 #include <algorithm>
 #include <string>
 
@@ -28,7 +29,13 @@ void matmul_reverse_for_test(const float* x, int64_t M, const Mat& W, DType act,
     }
 }
 
-void matmul_impl(const float* x, int64_t M, const Mat& W, DType act, bool round, float* y) {
+// ks.n == 0: one dot over K (matmul); else ks.n chunks of K (matmul_kchunked and its partials).
+struct Chunks {
+  int64_t bounds[kTpChunks + 1] = {};
+  int n = 0;
+};
+
+void matmul_impl(const float* x, int64_t M, const Mat& W, DType act, bool round, float* y, const Chunks& ks = {}) {
   const int64_t N = W.rows, K = W.cols;
   if (M <= 0 || N <= 0) return;
   if (!W.data || K <= 0) throw Error("matmul: weight '" + W.name + "' is empty");
@@ -42,9 +49,14 @@ void matmul_impl(const float* x, int64_t M, const Mat& W, DType act, bool round,
     // Dynamic: a thread the OS parks does not hold back the others (which thread computes a row
     // never changes its bits).
 #pragma omp for schedule(dynamic, 1) nowait
-    for (int64_t t = 0; t < ntasks; ++t)
-      k.matmul_block(x + m0 * K, mc, W.data, W.dtype, K, t * kNTask, std::min(N, (t + 1) * kNTask),
-                     y + m0 * N, N, act, round);
+    for (int64_t t = 0; t < ntasks; ++t) {
+      const int64_t n0 = t * kNTask, n1 = std::min(N, (t + 1) * kNTask);
+      if (ks.n == 0)
+        k.matmul_block(x + m0 * K, mc, W.data, W.dtype, K, n0, n1, y + m0 * N, N, act, round);
+      else
+        k.matmul_kchunk_block(x + m0 * K, mc, W.data, W.dtype, K, ks.bounds, ks.n, n0, n1, y + m0 * N, N, act,
+                              round);
+    }
   }
 }
 
@@ -54,6 +66,50 @@ void matmul(const float* x, int64_t M, const Mat& W, DType act, float* y) { matm
 
 void matmul_f32out(const float* x, int64_t M, const Mat& W, float* y) {
   matmul_impl(x, M, W, DType::F32, false, y);
+}
+
+namespace {
+
+// Chunks [c0, c1) of a K-long reduction, as offsets into the shard that starts at chunk c0.
+Chunks shard_chunks(const Mat& W, int64_t K, int c0, int c1) {
+  const int width = c1 - c0;
+  if (c0 < 0 || c1 > kTpChunks || width <= 0 || (width & (width - 1)) || c0 % width)
+    throw Error("matmul_kchunk_partial: chunks [" + std::to_string(c0) + ", " + std::to_string(c1) + ") of '" +
+                W.name + "' are not one aligned subtree of the " + std::to_string(kTpChunks) + "-chunk tree");
+  const int64_t base = kchunk_begin(K, c0);
+  if (W.cols != kchunk_begin(K, c1) - base)
+    throw Error("matmul_kchunk_partial: weight '" + W.name + "' has " + std::to_string(W.cols) +
+                " columns but chunks [" + std::to_string(c0) + ", " + std::to_string(c1) + ") of K = " +
+                std::to_string(K) + " span " + std::to_string(kchunk_begin(K, c1) - base));
+  Chunks ks;
+  ks.n = width;
+  for (int c = 0; c <= width; ++c) ks.bounds[c] = kchunk_begin(K, c0 + c) - base;
+  return ks;
+}
+
+}  // namespace
+
+void matmul_kchunked(const float* x, int64_t M, const Mat& W, DType act, float* y) {
+  matmul_impl(x, M, W, act, true, y, shard_chunks(W, W.cols, 0, kTpChunks));
+}
+
+void matmul_kchunk_partial(const float* x, int64_t M, const Mat& W, int64_t K, int c0, int c1, float* partial) {
+  matmul_impl(x, M, W, DType::F32, false, partial, shard_chunks(W, K, c0, c1));
+}
+
+void combine_kchunk_partials(const float* const* parts, int count, int64_t n, DType act, float* y) {
+  if (count <= 0 || count > kTpChunks || kTpChunks % count)
+    throw Error("combine_kchunk_partials: " + std::to_string(count) + " parts do not tile the " +
+                std::to_string(kTpChunks) + "-chunk tree");
+  // Each element on its own: the upper levels of the matmul_kchunked tree, p[c] += p[c + w].
+#pragma omp parallel for schedule(static) if (parallel_worth_it(n * count))
+  for (int64_t i = 0; i < n; ++i) {
+    float p[kTpChunks];
+    for (int c = 0; c < count; ++c) p[c] = parts[c][i];
+    for (int w = 1; w < count; w *= 2)
+      for (int c = 0; c < count; c += 2 * w) p[c] = p[c] + p[c + w];
+    y[i] = round_to(act, p[0]);
+  }
 }
 
 }  // namespace verbatim::cpu
