@@ -113,8 +113,18 @@ TEST_P(CudaOps, GemmMatchesCpuWithinDtypeRounding) {
   }
 }
 
+// Selects a GEMM kernel for a scope (the variant is process-wide state of the launcher).
+struct ScopedGemmKernel {
+  cuda::GemmKernel saved = cuda::active_gemm_kernel();
+  explicit ScopedGemmKernel(cuda::GemmKernel k) { cuda::set_gemm_kernel(k); }
+  ~ScopedGemmKernel() { cuda::set_gemm_kernel(saved); }
+};
+
 TEST_P(CudaOps, GemmRowBitsAreTheSameForEveryM) {
+  for (cuda::GemmKernel kernel : {cuda::GemmKernel::V1, cuda::GemmKernel::V2})
   for (const GemmShape& s : kShapes) {
+    SCOPED_TRACE(std::string("gemm kernel ") + cuda::gemm_kernel_name(kernel));
+    ScopedGemmKernel use(kernel);
     const int Mmax = 257;
     Values x = random_values(size_t(Mmax) * s.K, t(), 1.0f, 3), w = random_values(size_t(s.N) * s.K, t(), 0.05f, 4);
     DevBuf dx = to_device(x.raw), dw = to_device(w.raw);
@@ -148,6 +158,82 @@ TEST_P(CudaOps, GemmRowBitsAreTheSameForEveryM) {
       EXPECT_NE(std::memcmp(a.data(), b.data(), a.size() * 2), 0) << "N " << s.N << " K " << s.K;
     }
   }
+}
+
+// One GEMM's raw output bytes, every output buffer poisoned first (0xFF: NaN in every dtype), so
+// an element a kernel forgets to write shows up as a difference. what: 0 rounded y, 1 fp32 y32,
+// 2 the split-K partials a fused consumer reads (partials_only).
+std::vector<uint8_t> gemm_bytes(const DevBuf& x, int M, int K, const DevBuf& w, int N, DType t, int split, int what) {
+  DevBuf ws(size_t(64) << 20);
+  VB_CUDA(cudaMemset(ws.p, 0xFF, ws.bytes));
+  cuda::GemmOut out;
+  size_t bytes = size_t(M) * N * (what == 1 ? 4 : 2);
+  DevBuf y(bytes);
+  VB_CUDA(cudaMemset(y.p, 0xFF, y.bytes));
+  if (what == 0) out.y = y.p;
+  if (what == 1) out.y32 = y.as<float>();
+  if (what == 2) {
+    out.y = y.p;
+    out.partials_only = split > 1;
+  }
+  cuda::gemm(x.p, M, K, K, w.p, N, t, split, out, ws.as<float>(), ws.bytes, nullptr);
+  if (what == 2 && split > 1) return to_host<uint8_t>(ws, cuda::gemm_workspace_bytes(M, N, split));
+  return to_host<uint8_t>(y, bytes);
+}
+
+// The v2 kernel (cp.async pipeline) issues v1's MMAs in v1's order, so it must give v1's bits:
+// every M from 1 to 70 (all v2 tiles and their edges) and past v2's range, the model's shapes
+// (Qwen3-0.6B qkv/o/gate_up/down), ragged N (N % 16 == 8) and K (K % 32 != 0), rounded, fp32
+// and partial outputs, the contract's split and other splits.
+TEST_P(CudaOps, GemmV2IsV1BitForBit) {
+  const GemmShape shapes[] = {{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072},
+                              {512, 64},    {160, 128},   {520, 200},   {24, 1000}};
+  int compared = 0;
+  for (const GemmShape& s : shapes) {
+    const int Mmax = 100;
+    Values x = random_values(size_t(Mmax) * s.K, t(), 1.0f, 11), w = random_values(size_t(s.N) * s.K, t(), 0.05f, 12);
+    DevBuf dx = to_device(x.raw), dw = to_device(w.raw);
+    std::vector<int> splits = {cuda::gemm_split_for(s.N, s.K)};
+    if (s.K % 64 == 0 && splits[0] != 2) splits.push_back(2);
+    if (splits[0] != 1) splits.push_back(1);
+    std::vector<int> Ms(70);
+    std::iota(Ms.begin(), Ms.end(), 1);
+    Ms.push_back(Mmax);
+    for (int split : splits)
+      for (int M : Ms)
+        for (int what = 0; what < 3; ++what) {
+          if (what != 0 && M % 7 != 1 && M != 16 && M != 64) continue;  // fp32/partials: a sample of M
+          std::vector<uint8_t> v1, v2;
+          {
+            ScopedGemmKernel use(cuda::GemmKernel::V1);
+            v1 = gemm_bytes(dx, M, s.K, dw, s.N, t(), split, what);
+          }
+          {
+            ScopedGemmKernel use(cuda::GemmKernel::V2);
+            v2 = gemm_bytes(dx, M, s.K, dw, s.N, t(), split, what);
+          }
+          ASSERT_EQ(v1.size(), v2.size());
+          ASSERT_EQ(std::memcmp(v1.data(), v2.data(), v1.size()), 0)
+              << "v2 differs from v1: N " << s.N << " K " << s.K << " M " << M << " split " << split << " output "
+              << what;
+          ++compared;
+        }
+  }
+  EXPECT_GT(compared, 900);
+  // Control: the comparison sees one flipped input bit (v2 on another weight differs from v1).
+  const GemmShape s{1024, 2048};
+  Values x = random_values(size_t(8) * s.K, t(), 1.0f, 13), w = random_values(size_t(s.N) * s.K, t(), 0.05f, 14);
+  DevBuf dx = to_device(x.raw), dw = to_device(w.raw);
+  std::vector<uint8_t> v1;
+  {
+    ScopedGemmKernel use(cuda::GemmKernel::V1);
+    v1 = gemm_bytes(dx, 8, s.K, dw, s.N, t(), cuda::gemm_split_for(s.N, s.K), 0);
+  }
+  w.raw[size_t(5) * s.K + 700] ^= 0x0100;  // an exponent bit of one weight of column 5
+  DevBuf dw2 = to_device(w.raw);
+  ScopedGemmKernel use(cuda::GemmKernel::V2);
+  const std::vector<uint8_t> v2 = gemm_bytes(dx, 8, s.K, dw2, s.N, t(), cuda::gemm_split_for(s.N, s.K), 0);
+  EXPECT_NE(std::memcmp(v1.data(), v2.data(), v1.size()), 0);
 }
 
 // ---- RMSNorm, RoPE, SiLU-mul, add, embedding: the reference's bits.

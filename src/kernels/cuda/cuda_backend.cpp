@@ -323,6 +323,7 @@ CudaBackend::CudaBackend(ModelWeights weights, DType dtype, CudaOptions options)
     cublas_check(cublasSetWorkspace(m.cublas, m.dmalloc(wsb), wsb), "cublasSetWorkspace");
   }
   cuda::attention_prepare();  // before any graph capture
+  cuda::gemm_prepare();       // likewise (the v2 GEMM's shared-memory limits)
 
   const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
   m.nqkv = int((c.num_heads + 2 * c.num_kv_heads) * hd);

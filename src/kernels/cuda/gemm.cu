@@ -11,6 +11,9 @@
 // element; rows never interact inside an MMA (each output element reads only its own row of A),
 // so every M gives the same bits per row (tests/cuda_gemm_test proves it for M = 1..70 and more).
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
 #include <string>
 
 #include "kernels/cuda/common.cuh"
@@ -38,6 +41,32 @@ __device__ __forceinline__ uint4 ld16_stream(const void* p) {
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
   return v;
+}
+
+// Writes a warp's MT x NT tile of sums: to the segment's partials, the fp32 output, or rounded.
+template <typename T, int MT, int NT>
+__device__ __forceinline__ void store_tile(const GemmArgs& a, const float (&acc)[MT][NT][4], int m_base, int n_base,
+                                           int s, int gid, int tig) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = m_base + i * 16 + h * 8 + gid;
+      if (m >= a.M) continue;
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int n = n_base + j * 8 + tig * 2;
+        if (n >= a.N) continue;
+        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
+        if (a.partial) {
+          *reinterpret_cast<float2*>(a.partial + (int64_t(s) * a.M + m) * a.N + n) = make_float2(v0, v1);
+        } else if (a.y32) {
+          *reinterpret_cast<float2*>(a.y32 + int64_t(m) * a.ldy + n) = make_float2(v0, v1);
+        } else {
+          *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(m) * a.ldy + n) = pack2<T>(v0, v1);
+        }
+      }
+    }
 }
 
 template <typename T, int MT, int NT, int U>
@@ -100,26 +129,135 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
     }
   }
 
+  store_tile<T, MT, NT>(a, acc, m_base, n_base, s, gid, tig);
+}
+
+// ---- v2: the same MMAs in the same order, fed through a cp.async pipeline.
+// Per element it issues exactly v1's sequence: chunks of 32 k ascending from the segment start,
+// MMA 1 (chunk offsets 8·tig + {0..3}) then MMA 2 (8·tig + {4..7}) into one accumulator that
+// starts at 0, fragments of k past the segment end zero-filled as v1 zeroes them; so v2 gives
+// v1's bits (tests/cuda_ops_test checks it for every M it covers). Only the way the operands
+// reach the registers differs: each thread copies its own 16-byte fragments of chunk c + S - 1
+// into its own shared-memory slots (cp.async, S stages) while the MMAs of chunk c run, so a warp
+// keeps S - 1 chunks of weights in flight instead of v1's load-then-use rounds of U chunks.
+// Measured on the H200 (run 5, bench/results/h200_run5_gemm_bench.*): bit-identical to v1 but
+// slower where it matters (8B lm_head 2.98 vs 3.70 TB/s at M = 1, gate_up 2.81 vs 3.93; faster
+// only on the small split-8 layers of 0.6B), so v1 stays the default and v2 is opt-in.
+// A thread reads back only what it copied itself: cp.async.wait_group makes those writes visible
+// to it, so no barrier is needed (and warps leave early freely, as in v1).
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// Weights stream past L1 (.cg); activations, shared by every warp, may stay in L1 (.ca).
+// src_bytes == 0 fills the 16 bytes with zeros and reads nothing.
+__device__ __forceinline__ void cp_async_cg(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_ca(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Shared memory of one CTA: [kWarps][S stages][F fragments][32 lanes] x 16 bytes.
+template <int MT, int NT, int S>
+constexpr size_t v2_smem_bytes() {
+  return size_t(kWarps) * S * (NT + 2 * MT) * 32 * sizeof(uint4);
+}
+
+template <typename T, int MT, int NT, int S>
+__global__ void __launch_bounds__(kWarps * 32) gemm_v2_kernel(GemmArgs a) {
+  static_assert(S >= 2, "cp.async pipeline needs two stages at least");
+  constexpr int F = NT + 2 * MT;  // 16-byte fragments per thread per chunk: NT of W, 2·MT of x
+  extern __shared__ uint4 v2_smem[];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int gid = lane >> 2, tig = lane & 3;
+  const int n_base = (blockIdx.y * kWarps + warp) * NT * 8;
+  if (n_base >= a.N) return;  // no barriers in this kernel: a warp may leave early
+  const int m_base = blockIdx.x * MT * 16;
+  const int s = blockIdx.z;
+  const int k_begin = s * a.kseg;
+  const int k_end = min(a.K, k_begin + a.kseg);
+  const int chunks = (k_end - k_begin + 31) >> 5;  // v1's chunks: every one starts before k_end
+
+  const T* x = static_cast<const T*>(a.x);
+  const T* w = static_cast<const T*>(a.w);
+  // Rows past M / columns past N read a valid row and are never stored (as v1).
+  const T* wrow[NT];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) wrow[j] = w + int64_t(min(n_base + j * 8 + gid, a.N - 1)) * a.K;
+  const T* xrow[MT][2];
 #pragma unroll
   for (int i = 0; i < MT; ++i)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = m_base + i * 16 + h * 8 + gid;
-      if (m >= a.M) continue;
+    for (int h = 0; h < 2; ++h) xrow[i][h] = x + int64_t(min(m_base + i * 16 + h * 8 + gid, a.M - 1)) * a.ldx;
+
+  // This thread's slot of fragment f in stage st: slots[(st * F + f) * 32] (lanes side by side,
+  // so a warp's 16-byte reads and copies touch 512 consecutive bytes: no bank conflicts).
+  uint4* slots = v2_smem + size_t(warp) * (S * F * 32) + lane;
+  const uint32_t slots_s = smem_u32(slots);
+  auto issue = [&](int c, int st) {
+    const int k = k_begin + c * 32 + tig * 8;
+    const bool in = k < k_end;  // K % 8 == 0: a thread's 8 values are all in or all out
+    const int bytes = in ? 16 : 0;
+    const int kk = in ? k : 0;  // a valid address even when nothing is read
+#pragma unroll
+    for (int j = 0; j < NT; ++j) cp_async_cg(slots_s + uint32_t((st * F + j) * 32 * 16), wrow[j] + kk, bytes);
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        cp_async_ca(slots_s + uint32_t((st * F + NT + 2 * i + h) * 32 * 16), xrow[i][h] + kk, bytes);
+  };
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+
+  // Prologue: chunks 0 .. S-2 in flight (one commit group per chunk, empty past the end, so the
+  // group count stays uniform and wait_group<S-2> below always means "chunk c has landed").
+#pragma unroll
+  for (int st = 0; st < S - 1; ++st) {
+    if (st < chunks) issue(st, st);
+    cp_async_commit();
+  }
+  int rd = 0, wr = S - 1;
+  for (int c = 0; c < chunks; ++c) {
+    cp_async_wait<S - 2>();
+    uint4 bv[NT], av[MT][2];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) bv[j] = slots[(rd * F + j) * 32];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) av[i][h] = slots[(rd * F + NT + 2 * i + h) * 32];
+    // Refill the stage read in the previous iteration: its values already fed that iteration's
+    // MMAs (so the reads are done), and the "memory" clobbers keep this copy after them.
+    if (c + S - 1 < chunks) issue(c + S - 1, wr);
+    cp_async_commit();
+    rd = rd + 1 == S ? 0 : rd + 1;
+    wr = wr + 1 == S ? 0 : wr + 1;
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      const uint32_t a1[4] = {av[i][0].x, av[i][1].x, av[i][0].y, av[i][1].y};
+      const uint32_t a2[4] = {av[i][0].z, av[i][1].z, av[i][0].w, av[i][1].w};
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
-        const int n = n_base + j * 8 + tig * 2;
-        if (n >= a.N) continue;
-        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
-        if (a.partial) {
-          *reinterpret_cast<float2*>(a.partial + (int64_t(s) * a.M + m) * a.N + n) = make_float2(v0, v1);
-        } else if (a.y32) {
-          *reinterpret_cast<float2*>(a.y32 + int64_t(m) * a.ldy + n) = make_float2(v0, v1);
-        } else {
-          *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(m) * a.ldy + n) = pack2<T>(v0, v1);
-        }
+        mma16816<T>(acc[i][j], a1, bv[j].x, bv[j].y);
+        mma16816<T>(acc[i][j], a2, bv[j].z, bv[j].w);
       }
     }
+  }
+  cp_async_wait<0>();  // nothing may still write this CTA's shared memory when the warp exits
+
+  store_tile<T, MT, NT>(a, acc, m_base, n_base, s, gid, tig);
 }
 
 // y[m, n] = partial[0] + partial[1] + ... in segment order (starting from partial[0], not from 0,
@@ -161,7 +299,71 @@ void launch_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   return launch<T, 4, 4, 2>(a, split, stream);
 }
 
+template <typename T, int MT, int NT, int S>
+void launch_v2(const GemmArgs& a, int split, cudaStream_t stream) {
+  dim3 grid(ceil_div(a.M, MT * 16), ceil_div(a.N, kWarps * NT * 8), split);
+  gemm_v2_kernel<T, MT, NT, S><<<grid, kWarps * 32, v2_smem_bytes<MT, NT, S>(), stream>>>(a);
+  VB_CUDA_LAUNCHED();
+}
+
+// v2's tiles (speed only, as in v1): up to 64 rows, 16 columns per warp, the pipeline as deep as
+// about 64-80 KB of shared memory per CTA allows (three CTAs per SM for decode). Past 64 rows
+// (prefill) the v1 kernel runs: same bits either way.
+constexpr int kV2MaxM = 64;
+template <typename T>
+void set_v2_smem_limits() {
+  VB_CUDA(cudaFuncSetAttribute(gemm_v2_kernel<T, 1, 2, 8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(v2_smem_bytes<1, 2, 8>())));
+  VB_CUDA(cudaFuncSetAttribute(gemm_v2_kernel<T, 2, 2, 6>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(v2_smem_bytes<2, 2, 6>())));
+  VB_CUDA(cudaFuncSetAttribute(gemm_v2_kernel<T, 4, 2, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(v2_smem_bytes<4, 2, 4>())));
+}
+template <typename T>
+void launch_v2_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
+  if (a.M <= 16) return launch_v2<T, 1, 2, 8>(a, split, stream);
+  if (a.M <= 32) return launch_v2<T, 2, 2, 6>(a, split, stream);
+  return launch_v2<T, 4, 2, 4>(a, split, stream);
+}
+
+// The variant in use: VERBATIM_GEMM=v2|v1 in the environment at first use, else v1; tests and
+// benchmarks may switch it (set_gemm_kernel). Both give the same bits.
+std::atomic<int> g_kernel{-1};
+GemmKernel kernel_from_env() {
+  const char* e = std::getenv("VERBATIM_GEMM");
+  if (e && std::string(e) == "v2") return GemmKernel::V2;
+  return GemmKernel::V1;
+}
+
+template <typename T>
+void launch_any(const GemmArgs& a, int split, cudaStream_t stream) {
+  if (active_gemm_kernel() == GemmKernel::V2 && a.M <= kV2MaxM) {
+    gemm_prepare();
+    return launch_v2_for_m<T>(a, split, stream);
+  }
+  launch_for_m<T>(a, split, stream);
+}
+
 }  // namespace
+
+GemmKernel active_gemm_kernel() {
+  int k = g_kernel.load(std::memory_order_relaxed);
+  if (k < 0) {
+    k = int(kernel_from_env());
+    g_kernel.store(k, std::memory_order_relaxed);
+  }
+  return GemmKernel(k);
+}
+void set_gemm_kernel(GemmKernel k) { g_kernel.store(int(k), std::memory_order_relaxed); }
+const char* gemm_kernel_name(GemmKernel k) { return k == GemmKernel::V2 ? "v2" : "v1"; }
+
+void gemm_prepare() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    set_v2_smem_limits<bf16>();
+    set_v2_smem_limits<f16>();
+  });
+}
 
 int gemm_split_for(int N, int K) {
   // Enough warps to stream W for one row (about 1024 warps of 16 columns), segments of >= 256 k.
@@ -178,6 +380,11 @@ size_t gemm_workspace_bytes(int M, int N, int split) {
 }
 
 std::string gemm_tile_name(int M) {
+  if (active_gemm_kernel() == GemmKernel::V2 && M <= kV2MaxM) {
+    if (M <= 16) return "v2-cpasync:m16n16s8";
+    if (M <= 32) return "v2-cpasync:m32n16s6";
+    return "v2-cpasync:m64n16s4";
+  }
   if (M <= 16) return "mma16816:m16n16u4";
   if (M <= 32) return "mma16816:m32n16u4";
   if (M <= 64) return "mma16816:m64n16u2";
@@ -199,8 +406,8 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
     if (gemm_workspace_bytes(M, N, split) > workspace_bytes) throw Error("cuda gemm: partials do not fit the workspace");
     GemmArgs s = a;
     s.partial = workspace;
-    if (t == DType::BF16) launch_for_m<bf16>(s, split, stream);
-    else launch_for_m<f16>(s, split, stream);
+    if (t == DType::BF16) launch_any<bf16>(s, split, stream);
+    else launch_any<f16>(s, split, stream);
     return;
   }
   if (split > 1) {
@@ -216,8 +423,8 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
     if (out.y) s.y = static_cast<char*>(out.y) + size_t(m0) * ldy * ebytes;
     if (out.y32) s.y32 = out.y32 + size_t(m0) * ldy;
     if (split > 1) s.partial = workspace;
-    if (t == DType::BF16) launch_for_m<bf16>(s, split, stream);
-    else if (t == DType::F16) launch_for_m<f16>(s, split, stream);
+    if (t == DType::BF16) launch_any<bf16>(s, split, stream);
+    else if (t == DType::F16) launch_any<f16>(s, split, stream);
     else throw Error("cuda gemm: activations must be bf16 or fp16");
     if (split > 1) {
       const int64_t pairs = int64_t(s.M) * N / 2;

@@ -39,6 +39,17 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
           float* workspace, size_t workspace_bytes, cudaStream_t stream);
 // The tile configuration name for M rows (for kernel_config / benchmarks).
 std::string gemm_tile_name(int M);
+// Which kernel runs the contract GEMM. Both issue the same MMAs in the same order per output
+// element, so they give the same bits (cuda_ops_test: GemmV2IsV1BitForBit); they differ only
+// in speed. V1: fragments loaded straight into registers, U chunks per load round. V2 (M <= 64;
+// larger M runs V1): a per-thread cp.async pipeline of S chunks through shared memory.
+// Default: VERBATIM_GEMM=v2|v1 in the environment at first use, else V1 (V2 measured slower
+// on the H200: bench/results/README.md, run 5).
+enum class GemmKernel { V1 = 0, V2 = 1 };
+GemmKernel active_gemm_kernel();
+void set_gemm_kernel(GemmKernel k);
+const char* gemm_kernel_name(GemmKernel k);
+void gemm_prepare();  // raises V2's shared-memory limits (once; call before any graph capture)
 
 // ---- RMSNorm (rmsnorm.cu): as cpu::rmsnorm bit for bit: 16 lanes, lane l sums x[k]^2 for
 // k = l, l+16, ... in ascending k, the fixed halving tree, mean = sum / D, inv = 1 / sqrt(mean + eps),

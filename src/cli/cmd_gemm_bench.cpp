@@ -1,0 +1,213 @@
+// `verbatim gemm-bench`: the contract GEMM kernels (v1, v2) and cuBLAS timed alone on the linear
+// layers of a Qwen3 shape, as weight bytes streamed per second (the decode figure of merit: at
+// small M every weight is read once and the time is the weight bytes over the bandwidth).
+// Each timing replays a CUDA graph of back-to-back launches that cycle through enough weight
+// copies (> 256 MB) that L2 holds none of them, as in a decode step that reads every layer once.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "model/make_model.h"
+#ifdef VERBATIM_HAVE_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/kernels.h"
+#endif
+
+namespace verbatim::cli {
+namespace {
+
+struct GemmBenchArgs {
+  std::vector<std::string> archs = {"qwen3-0.6b", "qwen3-8b"};
+  std::vector<int> ms = {1, 8, 32, 64};
+  std::vector<std::string> kernels = {"v1", "v2", "cublas"};
+  double bandwidth = 4.3e12;
+  std::string json_out;
+};
+
+#ifdef VERBATIM_HAVE_CUDA
+struct Shape {
+  std::string name;
+  int N, K;
+};
+
+std::vector<Shape> linear_shapes(const ModelConfig& c) {
+  const int H = int(c.hidden_size), I = int(c.intermediate_size), hd = int(c.head_dim);
+  const int nh = int(c.num_heads), nkv = int(c.num_kv_heads);
+  return {{"qkv", (nh + 2 * nkv) * hd, H}, {"o", H, nh * hd}, {"gate_up", 2 * I, H}, {"down", H, I},
+          {"lm_head", int(c.vocab_size), H}};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Times `launches` (each enqueueing one GEMM on `stream`) as a graph: median ms per launch.
+template <typename F>
+double time_graph(cudaStream_t stream, int launches, F&& enqueue) {
+  for (int i = 0; i < 2; ++i) enqueue(i);  // warm-up (module load, cuBLAS heuristics)
+  VB_CUDA(cudaStreamSynchronize(stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  VB_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < launches; ++i) enqueue(i);
+  VB_CUDA(cudaStreamEndCapture(stream, &graph));
+  VB_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t e0, e1;
+  VB_CUDA(cudaEventCreate(&e0));
+  VB_CUDA(cudaEventCreate(&e1));
+  std::vector<double> ms;
+  for (int r = 0; r < 7; ++r) {
+    VB_CUDA(cudaEventRecord(e0, stream));
+    VB_CUDA(cudaGraphLaunch(exec, stream));
+    VB_CUDA(cudaEventRecord(e1, stream));
+    VB_CUDA(cudaEventSynchronize(e1));
+    float t = 0;
+    VB_CUDA(cudaEventElapsedTime(&t, e0, e1));
+    if (r > 0) ms.push_back(double(t) / launches);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return median(ms);
+}
+
+int run_gemm_bench(const GemmBenchArgs& a) {
+  cudaStream_t stream;
+  VB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cublasHandle_t cublas;
+  if (cublasCreate(&cublas) != CUBLAS_STATUS_SUCCESS) throw Error("gemm-bench: cublasCreate failed");
+  cublasSetStream(cublas, stream);
+  void* cublas_ws = nullptr;
+  const size_t cublas_ws_bytes = size_t(32) << 20;
+  VB_CUDA(cudaMalloc(&cublas_ws, cublas_ws_bytes));
+  cublasSetWorkspace(cublas, cublas_ws, cublas_ws_bytes);
+  cuda::gemm_prepare();  // before any capture
+  const int max_m = *std::max_element(a.ms.begin(), a.ms.end());
+  // Random bf16 values (never zeros), made once on the host and tiled over every buffer.
+  std::vector<uint16_t> pattern(size_t(1) << 22);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  for (auto& v : pattern) v = f32_to_bf16(nd(rng));
+  auto fill = [&](void* p, size_t bytes) {
+    for (size_t off = 0; off < bytes; off += pattern.size() * 2)
+      VB_CUDA(cudaMemcpy(static_cast<char*>(p) + off, pattern.data(), std::min(pattern.size() * 2, bytes - off),
+                         cudaMemcpyHostToDevice));
+  };
+  nlohmann::json rows = nlohmann::json::array();
+  std::printf("%-11s %-8s %6s %6s %4s %3s %-7s %10s %9s %8s\n", "arch", "layer", "N", "K", "M", "spl", "kernel",
+              "us/launch", "TB/s(W)", "x bound");
+  for (const std::string& arch : a.archs) {
+    const ModelConfig c = arch_config(arch, DType::BF16);
+    for (const Shape& s : linear_shapes(c)) {
+      const size_t wbytes = size_t(s.N) * s.K * 2;
+      const int copies = int(std::max<size_t>(1, (size_t(256) << 20) / wbytes + 1));
+      std::vector<void*> w(size_t(copies), nullptr);
+      for (auto& p : w) {
+        VB_CUDA(cudaMalloc(&p, wbytes));
+        fill(p, wbytes);
+      }
+      void *x = nullptr, *y = nullptr;
+      VB_CUDA(cudaMalloc(&x, size_t(max_m) * s.K * 2));
+      fill(x, size_t(max_m) * s.K * 2);
+      VB_CUDA(cudaMalloc(&y, size_t(max_m) * s.N * 4));
+      const int split = cuda::gemm_split_for(s.N, s.K);
+      const size_t ws_bytes = std::max<size_t>(size_t(64) << 20, cuda::gemm_workspace_bytes(max_m, s.N, split));
+      float* ws = nullptr;
+      VB_CUDA(cudaMalloc(reinterpret_cast<void**>(&ws), ws_bytes));
+      const int launches = std::max(copies, int(std::min<size_t>(64, (size_t(2) << 30) / wbytes)));
+      const bool logits = s.name == "lm_head";
+      for (int M : a.ms) {
+        for (const std::string& k : a.kernels) {
+          auto enqueue = [&](int i) {
+            const void* wi = w[size_t(i % copies)];
+            if (k == "cublas") {
+              const float alpha = 1.0f, beta = 0.0f;
+              if (cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, s.N, M, s.K, &alpha, wi, CUDA_R_16BF, s.K, x,
+                               CUDA_R_16BF, s.K, &beta, y, logits ? CUDA_R_32F : CUDA_R_16BF, s.N, CUBLAS_COMPUTE_32F,
+                               CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+                throw Error("gemm-bench: cublasGemmEx failed");
+              return;
+            }
+            cuda::set_gemm_kernel(k == "v2" ? cuda::GemmKernel::V2 : cuda::GemmKernel::V1);
+            // As the backend: logits in fp32; the layers leave split-K partials for a fused consumer.
+            cuda::GemmOut out;
+            if (logits) out.y32 = static_cast<float*>(y);
+            else out.y = y;
+            out.partials_only = !logits && split > 1;
+            cuda::gemm(x, M, s.K, s.K, wi, s.N, DType::BF16, split, out, ws, ws_bytes, stream);
+          };
+          const double ms = time_graph(stream, launches, enqueue);
+          const double tbs = double(wbytes) / (ms * 1e-3) / 1e12;
+          const double bound_ms = double(wbytes) / a.bandwidth * 1e3;
+          std::printf("%-11s %-8s %6d %6d %4d %3d %-7s %10.2f %9.2f %8.2f\n", arch.c_str(), s.name.c_str(), s.N, s.K, M,
+                      split, k.c_str(), ms * 1e3, tbs, ms / bound_ms);
+          std::fflush(stdout);
+          rows.push_back({{"arch", arch}, {"layer", s.name}, {"N", s.N}, {"K", s.K}, {"M", M}, {"split", split},
+                          {"kernel", k}, {"us_per_launch", ms * 1e3}, {"weight_tb_per_s", tbs},
+                          {"x_bound", ms / bound_ms}, {"tile", k == "cublas" ? "cublas" : cuda::gemm_tile_name(M)}});
+        }
+      }
+      for (void* p : w) cudaFree(p);
+      cudaFree(x);
+      cudaFree(y);
+      cudaFree(ws);
+    }
+  }
+  // Per arch and M: the five layers as one decode step's linear work (weights only).
+  for (const std::string& arch : a.archs)
+    for (int M : a.ms)
+      for (const std::string& k : a.kernels) {
+        double us = 0, bytes = 0;
+        for (const auto& r : rows)
+          if (r["arch"] == arch && r["M"] == M && r["kernel"] == k) {
+            us += r["us_per_launch"].get<double>();
+            bytes += double(r["N"].get<int>()) * r["K"].get<int>() * 2;
+          }
+        std::printf("sum %-11s M %3d %-7s %9.1f us for one layer + lm_head: %.2f TB/s\n", arch.c_str(), M, k.c_str(),
+                    us, bytes / (us * 1e-6) / 1e12);
+      }
+  cuda::set_gemm_kernel(cuda::GemmKernel::V1);
+  if (!a.json_out.empty()) {
+    nlohmann::json out = {{"bandwidth_bytes_per_s", a.bandwidth}, {"rows", rows}};
+    std::ofstream f(a.json_out);
+    f << out.dump(2) << "\n";
+    if (!f) throw Error("cannot write " + a.json_out);
+  }
+  cudaFree(cublas_ws);
+  cublasDestroy(cublas);
+  cudaStreamDestroy(stream);
+  return 0;
+}
+#endif
+
+const Registrar gemm_bench_reg(82, [](CLI::App& app) -> std::function<int()> {
+  auto a = std::make_shared<GemmBenchArgs>();
+  CLI::App* sub = app.add_subcommand("gemm-bench", "Time the contract GEMM kernels and cuBLAS on a model's linear layers");
+  sub->add_option("--archs", a->archs, "Shapes of these archs (make-model names)")->delimiter(',');
+  sub->add_option("--m", a->ms, "Row counts (decode batch sizes)")->delimiter(',');
+  sub->add_option("--kernels", a->kernels, "v1 | v2 | cublas")->delimiter(',');
+  sub->add_option("--json", a->json_out, "Write the results here");
+  return [a]() -> int {
+#ifdef VERBATIM_HAVE_CUDA
+    return run_gemm_bench(*a);
+#else
+    throw Error("gemm-bench: this build has no CUDA backend");
+#endif
+  };
+});
+
+}  // namespace
+}  // namespace verbatim::cli
