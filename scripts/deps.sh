@@ -31,5 +31,5 @@ fi
 if [ ! -d .deps/node/node_modules/openai ]; then
   echo "deps: installing the openai npm package for the client tests"
   mkdir -p .deps/node
-  (cd .deps/node && npm install --silent --no-audit --no-fund openai@4 >/dev/null)
+  (cd .deps/node && npm install --silent --no-audit --no-fund openai@4 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 >/dev/null)
 fi

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/, clang, ASan+UBSan) in build-fuzz/ and runs each one for a
+# bounded time on its seed corpus (fuzz/corpus/<target>) plus every past finding
+# (fuzz/regressions/<target>). Exits 1 when any target finds a crash, a sanitizer report or a
+# broken invariant; the reproducer is copied to build-fuzz/findings/<target>/.
+#   FUZZ_SECONDS   seconds per target (default 25)
+#   FUZZ_PARALLEL  targets run at once (default 2: one per core of the CI machine)
+#   FUZZ_TARGETS   space-separated subset (default: all of fuzz/targets.cmake)
+# The grown corpus stays in build-fuzz/corpus/<target>, so later runs on the same machine start
+# where the last one stopped. Replaying one input: build-fuzz/fuzz/<target> FILE
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=$ROOT/build-fuzz
+SECONDS_PER=${FUZZ_SECONDS:-25}
+PARALLEL=${FUZZ_PARALLEL:-2}
+t0=$(date +%s)
+
+command -v clang++ >/dev/null || { echo "ci-fuzz: clang++ not found (scripts/deps.sh installs clang)"; exit 1; }
+CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DVERBATIM_CUDA=OFF -DVERBATIM_TESTS=OFF -DVERBATIM_FUZZ=ON \
+  -DVERBATIM_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD" -j2 --target fuzz_all >"$BUILD/fuzz-build.log" 2>&1 || { tail -50 "$BUILD/fuzz-build.log"; exit 1; }
+t_build=$(( $(date +%s) - t0 ))
+
+TARGETS=${FUZZ_TARGETS:-$(sed -n 's/^ *\(fuzz_[a-z_]*\):.*/\1/p' fuzz/targets.cmake)}
+export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:allocator_may_return_null=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+mkdir -p "$BUILD/findings" "$BUILD/logs"
+
+run_one() {
+  local t=$1 dict=() inputs=("$ROOT/fuzz/corpus/$t")
+  case $t in
+    fuzz_protocol|fuzz_generation_config) dict=(-dict="$ROOT/fuzz/dict/protocol.dict") ;;
+    fuzz_tokenizer_*|fuzz_chat_template) dict=(-dict="$ROOT/fuzz/dict/tokenizer.dict") ;;
+  esac
+  [ -d "$ROOT/fuzz/regressions/$t" ] && inputs+=("$ROOT/fuzz/regressions/$t")
+  mkdir -p "$BUILD/corpus/$t" "$BUILD/findings/$t"
+  # -timeout: one input may take 10 s at most (a hang is a finding); -rss_limit_mb: so is a blow-up.
+  "$BUILD/fuzz/$t" -max_total_time="$SECONDS_PER" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    "${dict[@]}" -artifact_prefix="$BUILD/findings/$t/" "$BUILD/corpus/$t" "${inputs[@]}" \
+    >"$BUILD/logs/$t.log" 2>&1
+}
+
+declare -A PIDS
+status=0
+summary=()
+for t in $TARGETS; do
+  while [ "$(jobs -rp | wc -l)" -ge "$PARALLEL" ]; do sleep 1; done
+  run_one "$t" &
+  PIDS[$t]=$!
+done
+for t in $TARGETS; do
+  rc=0
+  wait "${PIDS[$t]}" || rc=$?
+  log=$BUILD/logs/$t.log
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')
+  corpus=$(find "$BUILD/corpus/$t" -type f | wc -l)
+  if [ "$rc" -ne 0 ]; then
+    status=1
+    echo "ci-fuzz: FINDING in $t (exit $rc): reproducer(s) in $BUILD/findings/$t/"
+    grep -E "^finding:|ERROR:|runtime error|SUMMARY" "$log" | head -5 | sed 's/^/    /'
+    ls "$BUILD/findings/$t/" | sed 's/^/    /'
+  fi
+  summary+=("$(printf '%-24s %8s execs %7s/s  cov %5s  corpus %5s  %s' "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" "$corpus" \
+    "$([ "$rc" -eq 0 ] && echo clean || echo FINDING)")")
+done
+t_total=$(( $(date +%s) - t0 ))
+echo "ci-fuzz: build ${t_build}s, fuzzing ${SECONDS_PER}s per target, $PARALLEL at once, total ${t_total}s"
+printf '  %s\n' "${summary[@]}" | tee "$BUILD/fuzz-summary.txt"
+exit $status
