@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config ccache nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev
-      libutf8proc-dev libcli11-dev libxxhash-dev libgtest-dev libgmock-dev libomp-dev curl)
+      libutf8proc-dev libcli11-dev libxxhash-dev libgtest-dev libgmock-dev libomp-dev curl
+      clang libclang-rt-dev)  # clang + its runtimes: the libFuzzer and sanitizer stages
 missing=()
 # node and npm: Debian's packages, unless a node with npm is already installed.
 command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
@@ -28,8 +29,11 @@ if [ ! -s "$TOK/tokenizer.json" ]; then
 fi
 
 # Node packages the client tests drive the server with (the official `openai` client).
-if [ ! -d .deps/node/node_modules/openai ]; then
-  echo "deps: installing the openai npm package for the client tests"
+NODE_PKGS=(openai@4 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11)
+need_node=0
+for p in openai @huggingface/tokenizers @huggingface/jinja; do [ -d ".deps/node/node_modules/$p" ] || need_node=1; done
+if [ "$need_node" = 1 ]; then
+  echo "deps: installing the npm packages the client tests and the tokenizer oracles use"
   mkdir -p .deps/node
-  (cd .deps/node && npm install --silent --no-audit --no-fund openai@4 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 >/dev/null)
+  (cd .deps/node && npm install --silent --no-audit --no-fund "${NODE_PKGS[@]}" >/dev/null)
 fi
