@@ -111,13 +111,26 @@ VB_INLINE vec16 load_w(DType wt, const void* w, int64_t k) {
   return v;
 }
 
-// The contract's fixed lane-combining tree: t[l] += t[l+8] (l < 8), then +4, +2, +1.
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef float f32x4 __attribute__((vector_size(16)));
+
+// The contract's fixed lane-combining tree: t[l] += t[l+8] (l < 8), then +4, +2, +1. Spelled as
+// adds of vector halves (the same IEEE adds on the same operands as the scalar loop, so the same
+// bits; the row-parallel matmul runs this 8 times per output, so it must be cheap).
 VB_INLINE float reduce_tree(const vec16& a) {
-  float t[kLanes];
-  store_f32(t, a);
-  for (int w = 8; w >= 1; w >>= 1)
-    for (int l = 0; l < w; ++l) t[l] = t[l] + t[l + w];
-  return t[0];
+  f32x4 s4;  // t[l] + t[l+4] after the first level, l < 4
+#if defined(VB_ISA_AVX512)
+  const f32x8 s8 = __builtin_shufflevector(a.p[0], a.p[0], 0, 1, 2, 3, 4, 5, 6, 7) +
+                   __builtin_shufflevector(a.p[0], a.p[0], 8, 9, 10, 11, 12, 13, 14, 15);
+  s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+#elif defined(VB_ISA_AVX2)
+  const f32x8 s8 = a.p[0] + a.p[1];  // lanes 0..7 + lanes 8..15
+  s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+#else
+  s4 = (a.p[0] + a.p[2]) + (a.p[1] + a.p[3]);  // parts: lanes 0..3, 4..7, 8..11, 12..15
+#endif
+  const f32x4 s2 = s4 + __builtin_shufflevector(s4, s4, 2, 3, 2, 3);
+  return s2[0] + s2[1];
 }
 
 // One element of storage type `wt` as fp32 (exact).
