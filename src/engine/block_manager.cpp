@@ -174,6 +174,15 @@ void BlockManager::release(BlockTable& table) {
   table = BlockTable{};
 }
 
+void BlockManager::shrink(BlockTable& table, int num_tokens) {
+  const size_t keep = size_t(std::max(table.num_committed, blocks_for(num_tokens)));
+  if (table.blocks.size() <= keep) return;
+  BlockTable tail;
+  tail.blocks.assign(table.blocks.begin() + long(keep), table.blocks.end());
+  table.blocks.resize(keep);
+  release(tail);
+}
+
 void BlockManager::reset_prefix_cache() {
   for (int32_t id : evictable_) {
     uncache(id);

@@ -33,6 +33,7 @@ class BlockManager {
   bool prefix_caching() const { return caching_; }
   int num_free() const;  // blocks an allocation can take now (free + evictable cached)
   int num_used() const;  // blocks with a reference count > 0
+  int num_free_uncached() const { return int(free_.size()); }  // free without evicting a cache entry
   int blocks_for(int num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
 
   // Longest verified run of cached full blocks that prefixes `tokens`, capped at (size - 1) tokens
@@ -49,6 +50,9 @@ class BlockManager {
   bool ensure_capacity(BlockTable& table, int num_tokens);
   // Registers the full blocks of `table` whose K/V is now written (tokens[0, num_computed)).
   void commit(std::span<const int32_t> tokens, int num_computed, BlockTable& table);
+  // Releases the trailing blocks beyond blocks_for(num_tokens) (never committed ones: those lie
+  // below num_computed). Speculative decoding hands back blocks only rejected drafts used.
+  void shrink(BlockTable& table, int num_tokens);
   // Drops one reference to each block, last block first (so a prefix's tail is evicted before its
   // head), and empties `table`.
   void release(BlockTable& table);

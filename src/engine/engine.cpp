@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "engine/block_manager.h"
 #include "engine/scheduler.h"
+#include "engine/spec_decode.h"
 
 namespace verbatim {
 
@@ -64,6 +65,12 @@ struct Engine::Impl {
     bool prompt_lp_due = false;              // echo: still to be computed and sent
     bool prompt_lp_ready = false;            // complete, goes out with the next update
     FinishReason finished = FinishReason::None;
+    SpecThrottle spec;                       // speculative decoding: propose or pause
+    // Within one step's results: the verification chunk's rows are taken in position order while
+    // every earlier draft matched; `step_emitted` tokens came out of it.
+    bool verify_open = false;
+    int step_emitted = 0;
+    int step_accepted = 0;
   };
 
   std::unique_ptr<Backend> backend;
@@ -77,6 +84,8 @@ struct Engine::Impl {
   std::vector<RequestUpdate> pending;  // aborts, delivered by the next step()
   uint64_t next_id = 1;
   uint64_t prompt_tokens = 0, generation_tokens = 0, steps = 0;
+  bool spec_ngram = false;
+  uint64_t spec_drafted = 0, spec_accepted = 0;
 
   RequestUpdate update_of(Request& r) {
     RequestUpdate u;
@@ -94,7 +103,9 @@ struct Engine::Impl {
     return u;
   }
 
-  SampleSpec sample_spec(const Request& r) const {
+  // The spec of the token `ahead` positions after the next one: exactly what a plain decode step
+  // would use there once the `ahead` tokens before it were appended (verification relies on it).
+  SampleSpec sample_spec(const Request& r, int ahead = 0) const {
     const SamplingParams& p = r.params;
     SampleSpec s;
     s.temperature = p.temperature;
@@ -103,14 +114,27 @@ struct Engine::Impl {
     s.min_p = p.min_p;
     s.seed = r.seed;
     s.stream = p.stream;
-    s.position = int64_t(r.seq.tokens.size());  // the absolute position the new token will take
+    s.position = int64_t(r.seq.tokens.size()) + ahead;  // the absolute position the token will take
     s.want_logprob = p.logprobs >= 0;
     s.num_top_logprobs = std::max(0, p.logprobs);
-    if (r.num_generated < p.min_tokens) {  // min_tokens: no stopping token may be drawn yet
+    if (r.num_generated + ahead < p.min_tokens) {  // min_tokens: no stopping token may be drawn yet
       s.banned = p.stop_token_ids;
       if (!p.ignore_eos) s.banned.insert(s.banned.end(), cfg.eos_token_ids.begin(), cfg.eos_token_ids.end());
     }
     return s;
+  }
+
+  // Sets seq.draft of every running sequence that decodes next (empty for the others). Drafts are
+  // capped so the step can emit at most the tokens max_tokens still allows.
+  void propose_drafts() {
+    for (auto& [id, rp] : requests) {
+      Request& r = *rp;
+      r.seq.draft.clear();
+      if (!spec_ngram || !r.seq.running || r.seq.num_computed != int(r.seq.tokens.size()) - 1) continue;
+      if (!r.spec.may_propose()) continue;
+      const int k = std::min(opts.num_speculative_tokens, r.params.max_tokens - r.num_generated - 1);
+      if (k > 0) r.seq.draft = propose_ngram(r.seq.tokens, opts.ngram_min, opts.ngram_max, k);
+    }
   }
 
   void append_token(Request& r, const SampleResult& res) {
@@ -125,6 +149,7 @@ struct Engine::Impl {
       t.top = res.top;
     }
     r.new_tokens.push_back(std::move(t));
+    ++r.step_emitted;
     auto contains = [&](const std::vector<int32_t>& v) { return std::find(v.begin(), v.end(), res.token) != v.end(); };
     if (r.num_generated >= p.min_tokens && ((!p.ignore_eos && contains(cfg.eos_token_ids)) || contains(p.stop_token_ids)))
       r.finished = FinishReason::Stop;
@@ -144,6 +169,16 @@ Engine::Engine(std::unique_ptr<Backend> backend, EngineOptions opts) : impl_(std
   m.num_blocks = opts.num_kv_blocks > 0 ? opts.num_kv_blocks : default_kv_blocks(*backend, opts, m.max_len);
   m.blocks = std::make_unique<BlockManager>(m.num_blocks, opts.block_size, opts.enable_prefix_caching);
   m.scheduler = std::make_unique<Scheduler>(SchedulerConfig{opts.max_num_seqs, opts.max_num_batched_tokens}, *m.blocks);
+  if (opts.speculative == "ngram") {
+    m.spec_ngram = true;
+    if (opts.num_speculative_tokens < 1 || opts.num_speculative_tokens > 64)
+      throw Error("num_speculative_tokens must be between 1 and 64 (got " + std::to_string(opts.num_speculative_tokens) + ")");
+    if (opts.ngram_min < 1 || opts.ngram_max < opts.ngram_min)
+      throw Error("ngram_min must be >= 1 and ngram_max >= ngram_min (got " + std::to_string(opts.ngram_min) + " and " +
+                  std::to_string(opts.ngram_max) + ")");
+  } else if (!opts.speculative.empty() && opts.speculative != "none") {
+    throw Error("unknown speculative method '" + opts.speculative + "' (choose one of: none, ngram)");
+  }
   backend->allocate_kv(m.num_blocks, opts.block_size);
   m.backend = std::move(backend);
   m.opts = opts;
@@ -250,6 +285,8 @@ EngineStats Engine::stats() const {
   s.prompt_tokens = m.prompt_tokens;
   s.generation_tokens = m.generation_tokens;
   s.steps = m.steps;
+  s.spec_draft_tokens = m.spec_drafted;
+  s.spec_accepted_tokens = m.spec_accepted;
   return s;
 }
 
@@ -257,26 +294,33 @@ std::vector<RequestUpdate> Engine::step() {
   Impl& m = *impl_;
   std::vector<RequestUpdate> updates = std::move(m.pending);
   m.pending.clear();
-  const std::vector<ScheduledChunk> plan = m.scheduler->schedule();
+  m.propose_drafts();
+  std::vector<ScheduledChunk> plan = m.scheduler->schedule();
   if (plan.empty()) return updates;
 
   // One row per token, sequence after sequence; logit rows: every prompt position still owed a
   // prompt logprob (scored with the next prompt token), then the chunk's last token if it samples.
+  // A verification chunk (last token + d drafts) asks for all its d + 1 rows: row i chooses the
+  // token at position start + 1 + i, with the SampleSpec a plain decode would use there.
   ForwardBatch batch;
   std::vector<SampleSpec> specs;
-  struct RowUse { Impl::Request* req; int prompt_pos; };  // prompt_pos < 0: a sampled token
+  struct RowUse { Impl::Request* req; int prompt_pos; int verify; };  // prompt_pos < 0: a sampled token
   std::vector<RowUse> uses;
   std::vector<Impl::Request*> reqs;
   for (size_t j = 0; j < plan.size(); ++j) {
     const ScheduledChunk& c = plan[j];
     Impl::Request& r = *m.requests.at(c.seq->id);
     reqs.push_back(&r);
+    r.verify_open = true;
+    r.step_emitted = r.step_accepted = 0;
+    c.seq->draft.resize(size_t(c.num_draft));  // what the scheduler kept of it (none: not verifying)
     if (r.num_cached_at_first_admission < 0) r.num_cached_at_first_admission = c.seq->num_cached_tokens;
     batch.block_tables.push_back(c.seq->table.blocks);
+    const int known = int(c.seq->tokens.size());
     for (int t = 0; t < c.num_tokens; ++t) {
       const int pos = c.start + t;
       const int row = int(batch.tokens.size());
-      batch.tokens.push_back(c.seq->tokens[size_t(pos)]);
+      batch.tokens.push_back(pos < known ? c.seq->tokens[size_t(pos)] : c.seq->draft[size_t(pos - known)]);
       batch.positions.push_back(pos);
       batch.token_seq.push_back(int32_t(j));
       if (r.prompt_lp_due && pos < c.seq->num_prompt_tokens - 1) {
@@ -286,12 +330,12 @@ std::vector<RequestUpdate> Engine::step() {
         s.num_top_logprobs = std::max(0, r.params.logprobs);
         batch.logit_rows.push_back(row);
         specs.push_back(std::move(s));
-        uses.push_back({&r, pos});
+        uses.push_back({&r, pos, 0});
       }
-      if (c.needs_logits && t == c.num_tokens - 1) {
+      if (c.needs_logits && pos >= known - 1) {  // the last known token, then each draft
         batch.logit_rows.push_back(row);
-        specs.push_back(m.sample_spec(r));
-        uses.push_back({&r, -1});
+        specs.push_back(m.sample_spec(r, pos - (known - 1)));
+        uses.push_back({&r, -1, pos - (known - 1)});
       }
     }
   }
@@ -314,22 +358,41 @@ std::vector<RequestUpdate> Engine::step() {
     }
     return updates;
   }
-  m.scheduler->complete(plan);
   ++m.steps;
 
+  // Tokens go out in position order, each checked for stops as a plain decode would. Verification
+  // row i > 0 counts only while the drafts before it equal the tokens chosen there; the first
+  // mismatch's choice is still emitted (it is exactly the token a plain decode picks there).
   for (size_t i = 0; i < uses.size(); ++i) {
     Impl::Request& r = *uses[i].req;
     if (uses[i].prompt_pos >= 0) {
       r.prompt_lp[size_t(uses[i].prompt_pos)] = TokenLogprob{results[i].token, results[i].logprob, std::move(results[i].top)};
-    } else {
-      if (r.prompt_lp_due) {  // the first sample closes the prompt: every position has been scored
-        r.prompt_lp_due = false;
-        r.prompt_lp_ready = true;
-        r.seq.use_prefix_cache = true;
-      }
-      m.append_token(r, results[i]);
+      continue;
     }
+    if (!r.verify_open) continue;
+    if (r.prompt_lp_due) {  // the first sample closes the prompt: every position has been scored
+      r.prompt_lp_due = false;
+      r.prompt_lp_ready = true;
+      r.seq.use_prefix_cache = true;
+    }
+    const int v = uses[i].verify;
+    const bool matched = v < int(r.seq.draft.size()) && results[i].token == r.seq.draft[size_t(v)];
+    m.append_token(r, results[i]);
+    r.step_accepted += matched ? 1 : 0;
+    r.verify_open = matched && r.finished == FinishReason::None;
   }
+  // K/V is now right for the last token and the accepted drafts only: complete() advances
+  // num_computed over those (never over a rejected draft) and frees blocks only rejects used.
+  for (ScheduledChunk& c : plan) {
+    if (c.num_draft == 0) continue;
+    Impl::Request& r = *m.requests.at(c.seq->id);
+    m.spec_drafted += uint64_t(c.num_draft);
+    m.spec_accepted += uint64_t(r.step_accepted);
+    r.spec.record(c.num_draft, r.step_accepted);
+    c.num_tokens = r.step_emitted;
+  }
+  m.scheduler->complete(plan);
+
   for (Impl::Request* r : reqs) {
     if (r->new_tokens.empty() && !r->prompt_lp_ready && r->finished == FinishReason::None) continue;
     updates.push_back(m.update_of(*r));

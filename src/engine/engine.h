@@ -46,6 +46,12 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   uint64_t seed = 0;
   int max_waiting = 4096;           // queue bound: add() beyond it throws QueueFull
+  // Speculative decoding (spec_decode.h): "" or "none": off; "ngram": drafts copied from the
+  // sequence's own earlier text, verified in one step. Changes no bit of any output, only speed.
+  std::string speculative;
+  int num_speculative_tokens = 3;   // K: most drafts verified per step and sequence
+  int ngram_min = 1;                // shortest suffix looked up
+  int ngram_max = 4;                // longest suffix looked up (tried first)
 };
 
 class QueueFull : public std::runtime_error {
@@ -75,6 +81,8 @@ struct EngineStats {
   uint64_t prompt_tokens = 0;
   uint64_t generation_tokens = 0;
   uint64_t steps = 0;
+  uint64_t spec_draft_tokens = 0;     // draft tokens verified (speculative decoding)
+  uint64_t spec_accepted_tokens = 0;  // of those, the ones that matched the target's choice
 };
 
 class Engine {

@@ -98,13 +98,32 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
   // 3. Admissions, FIFO: the head waits for room rather than being overtaken.
   while (!waiting_.empty() && budget > 0 && int(running_.size()) < cfg_.max_num_seqs)
     if (!admit(waiting_.front(), budget, plan)) break;
+
+  // 4. Drafts on decodes, oldest first, from what is left: the work above is exactly what it would
+  //    be without speculation, and drafts take only blocks that hold no prefix-cache entry (they
+  //    neither preempt nor evict).
+  for (ScheduledChunk& c : plan) {
+    if (budget <= 0) break;
+    Sequence* s = c.seq;
+    if (s->draft.empty() || c.num_tokens != 1 || !c.needs_logits || c.start != int(s->tokens.size()) - 1) continue;
+    const int room = (int(s->table.blocks.size()) + blocks_.num_free_uncached()) * blocks_.block_size() - (c.start + 1);
+    const int d = std::min({int(s->draft.size()), budget, room});
+    if (d <= 0) continue;
+    blocks_.ensure_capacity(s->table, c.start + 1 + d);  // cannot fail: d fits the room
+    c.num_tokens += d;
+    c.num_draft = d;
+    budget -= d;
+  }
   return plan;
 }
 
 void Scheduler::complete(const std::vector<ScheduledChunk>& plan) {
   for (const ScheduledChunk& c : plan) {
     c.seq->num_computed = c.start + c.num_tokens;
+    // Only full blocks below num_computed are registered: rejected drafts sit at or past it.
     blocks_.commit(c.seq->tokens, c.seq->num_computed, c.seq->table);
+    // Blocks that held nothing but rejected drafts go back now (the next token's slot stays).
+    if (c.num_draft > 0) blocks_.shrink(c.seq->table, int(c.seq->tokens.size()));
   }
 }
 

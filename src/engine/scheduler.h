@@ -5,7 +5,10 @@
 //  2. running sequences still in prefill get a chunk of what budget is left (chunked prefill),
 //     oldest first;
 //  3. waiting sequences are admitted FIFO (the head blocks the rest) while sequences, budget and
-//     KV blocks allow; an admitted sequence first takes what the prefix cache holds of it.
+//     KV blocks allow; an admitted sequence first takes what the prefix cache holds of it;
+//  4. speculative decoding: a decode whose sequence carries draft tokens gets them appended (a
+//     verification chunk), LAST, from the budget and the cache-free blocks left: drafts never
+//     preempt, never evict, and never take budget or blocks that steps 1-3 would have used.
 // When a running sequence needs a KV block and none is left, the NEWEST running sequence is
 // preempted: its blocks are released and it returns to the front of the waiting queue, to be
 // recomputed later from its prompt plus the tokens generated so far. The schedule never changes a
@@ -28,6 +31,7 @@ struct Sequence {
   bool running = false;
   uint64_t admitted_at = 0;     // admission counter: larger is newer
   BlockTable table;
+  std::vector<int32_t> draft;   // proposed next tokens (speculative decoding); set before schedule()
 };
 
 struct ScheduledChunk {
@@ -35,6 +39,7 @@ struct ScheduledChunk {
   int start = 0;              // absolute position of the first token
   int num_tokens = 0;
   bool needs_logits = false;  // the chunk ends at the last known token: a new token is sampled
+  int num_draft = 0;          // trailing tokens of the chunk taken from seq->draft (verification)
 };
 
 struct SchedulerConfig {
@@ -49,6 +54,9 @@ class Scheduler {
   void add(Sequence* seq);           // to the back of the waiting queue
   std::vector<ScheduledChunk> schedule();
   // After the step ran: advances num_computed and commits newly full blocks to the prefix cache.
+  // A verification chunk must come back with num_tokens cut to the positions whose K/V holds the
+  // sequence's real tokens (the last token plus the accepted drafts) and those tokens appended to
+  // seq->tokens; blocks that only rejected drafts used are released.
   void complete(const std::vector<ScheduledChunk>& plan);
   void remove(Sequence* seq);        // finished or aborted, running or waiting: releases its blocks
 
