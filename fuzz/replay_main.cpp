@@ -11,6 +11,7 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+extern "C" __attribute__((weak)) int LLVMFuzzerInitialize(int* argc, char*** argv);
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
   std::sort(files.begin(), files.end());  // a fixed order, so a failure reruns the same way
   for (const fs::path& f : files) {
     std::ifstream in(f, std::ios::binary);

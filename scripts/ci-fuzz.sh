@@ -25,6 +25,7 @@ t_build=$(( $(date +%s) - t0 ))
 TARGETS=${FUZZ_TARGETS:-$(sed -n 's/^ *\(fuzz_[a-z_]*\):.*/\1/p' fuzz/targets.cmake)}
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+rm -rf "$BUILD/findings" "$BUILD/logs"
 mkdir -p "$BUILD/findings" "$BUILD/logs"
 
 run_one() {
@@ -53,15 +54,15 @@ for t in $TARGETS; do
   rc=0
   wait "${PIDS[$t]}" || rc=$?
   log=$BUILD/logs/$t.log
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1 || true)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1 || true)
+  cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -1 | awk '{print $2}')
   corpus=$(find "$BUILD/corpus/$t" -type f | wc -l)
   if [ "$rc" -ne 0 ]; then
     status=1
     echo "ci-fuzz: FINDING in $t (exit $rc): reproducer(s) in $BUILD/findings/$t/"
-    grep -E "^finding:|ERROR:|runtime error|SUMMARY" "$log" | head -5 | sed 's/^/    /'
-    ls "$BUILD/findings/$t/" | sed 's/^/    /'
+    (grep -E "^finding:|ERROR:|runtime error|SUMMARY" "$log" || true) | head -5 | sed 's/^/    /'
+    ls "$BUILD/findings/$t/" | sed 's/^/    /' || true
   fi
   summary+=("$(printf '%-24s %8s execs %7s/s  cov %5s  corpus %5s  %s' "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" "$corpus" \
     "$([ "$rc" -eq 0 ] && echo clean || echo FINDING)")")
