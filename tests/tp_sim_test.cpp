@@ -344,6 +344,7 @@ std::string kv8_model_dir() {
     add("lm_head.weight", {c.vocab_size, H}, false);
     write_safetensors(out + "/model.safetensors", tensors);
     FILE* f = std::fopen((out + "/config.json").c_str(), "wb");
+    if (!f) throw Error(out + "/config.json: cannot create");
     const std::string json = c.to_json();
     std::fwrite(json.data(), 1, json.size(), f);
     std::fclose(f);
