@@ -44,19 +44,31 @@ TEST(NgramProposer, MostRecentLongestMatchWithOverlappingCopy) {
   EXPECT_TRUE(propose_ngram(t, 1, 3, 0).empty());
 }
 
-TEST(SpecThrottle, PausesOnLowAcceptanceWithGrowingPausesAndRecovers) {
+TEST(SpecThrottle, DraftLengthFollowsAcceptanceAndPausesGrow) {
   SpecThrottle s;
+  EXPECT_EQ(s.draft_len(5), 1);  // a first probe: one draft
+  s.record(1, 1);
+  EXPECT_EQ(s.draft_len(5), 3);
+  s.record(3, 3);
+  EXPECT_EQ(s.draft_len(5), 5);  // 7, capped at K
+  EXPECT_EQ(s.draft_len(2), 2);
+  s.record(5, 0);
+  EXPECT_EQ(s.draft_len(5), 1);  // after a rejection: back to one draft
+  s.record(1, 1);
+  EXPECT_FALSE(s.paused());      // a window of 4 verifications, 5 of 10 accepted: it passes
+
+  // Four verifications with nothing accepted: paused for kFirstPause decode steps.
   for (int i = 0; i < SpecThrottle::kWindowSteps; ++i) {
-    ASSERT_TRUE(s.may_propose());
-    s.record(3, 0);
+    ASSERT_EQ(s.draft_len(5), i == 0 ? 3 : 1);
+    s.record(i == 0 ? 3 : 1, 0);
   }
   EXPECT_TRUE(s.paused());
   int paused = 0;
-  while (!s.may_propose()) ++paused;
+  while (s.draft_len(5) == 0) ++paused;
   EXPECT_EQ(paused, SpecThrottle::kFirstPause);
-  for (int i = 0; i < SpecThrottle::kWindowSteps; ++i) s.record(3, 0);
+  for (int i = 0; i < SpecThrottle::kWindowSteps; ++i) s.record(1, 0);
   paused = 0;
-  while (!s.may_propose()) ++paused;
+  while (s.draft_len(5) == 0) ++paused;
   EXPECT_EQ(paused, 2 * SpecThrottle::kFirstPause);  // the second failing window pauses longer
   for (int i = 0; i < SpecThrottle::kWindowSteps; ++i) s.record(3, 3);
   EXPECT_FALSE(s.paused());

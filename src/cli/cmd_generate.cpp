@@ -26,6 +26,8 @@ struct GenerateArgs {
   uint64_t seed = 0;
   int max_model_len = 0;
   int max_num_batched_tokens = 2048;
+  std::string speculative = "none";  // speculative decoding: same bits, only speed
+  int num_speculative_tokens = 3, ngram_min = 2, ngram_max = 4;
 };
 
 struct Line {
@@ -42,6 +44,10 @@ int run_generate(const GenerateArgs& a) {
   ro.engine.max_model_len = a.max_model_len;
   ro.engine.max_num_batched_tokens = a.max_num_batched_tokens;
   ro.engine.max_waiting = 1 << 30;  // every line is queued up front
+  ro.engine.speculative = a.speculative;
+  ro.engine.num_speculative_tokens = a.num_speculative_tokens;
+  ro.engine.ngram_min = a.ngram_min;
+  ro.engine.ngram_max = a.ngram_max;
   server::Runtime rt = server::Runtime::load(ro);
   std::fprintf(stderr, "verbatim generate: %s\n", rt.describe().c_str());
 
@@ -121,6 +127,14 @@ Registrar reg(20, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--max-model-len", a->max_model_len, "Context length (default: the model's)");
   sub->add_option("--max-num-batched-tokens", a->max_num_batched_tokens, "Tokens per engine step")
       ->capture_default_str();
+  sub->add_option("--speculative", a->speculative, "none | ngram: drafts copied from the sequence's own text")
+      ->check(CLI::IsMember({"none", "ngram"}))
+      ->capture_default_str();
+  sub->add_option("--num-speculative-tokens", a->num_speculative_tokens, "Most drafts verified per step and sequence")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  sub->add_option("--ngram-min", a->ngram_min, "Shortest n-gram looked up")->check(CLI::Range(1, 64))->capture_default_str();
+  sub->add_option("--ngram-max", a->ngram_max, "Longest n-gram looked up")->check(CLI::Range(1, 64))->capture_default_str();
   return [a] { return run_generate(*a); };
 });
 

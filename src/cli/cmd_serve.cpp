@@ -48,6 +48,14 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
       ->capture_default_str();
   sub->add_option("--status-interval", o->status_interval_s, "Seconds between status lines while busy (0: off)")
       ->capture_default_str();
+  // Speculative decoding: changes no bit of any output (engine/spec_decode.h), only speed.
+  sub->add_option("--speculative", e.speculative, "none | ngram: drafts copied from the sequence's own text, verified in one step")
+      ->check(CLI::IsMember({"none", "ngram"}));
+  sub->add_option("--num-speculative-tokens", e.num_speculative_tokens, "Most drafts verified per step and sequence")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  sub->add_option("--ngram-min", e.ngram_min, "Shortest n-gram looked up for drafts")->check(CLI::Range(1, 64))->capture_default_str();
+  sub->add_option("--ngram-max", e.ngram_max, "Longest n-gram looked up for drafts")->check(CLI::Range(1, 64))->capture_default_str();
   return [o] {
     if (o->api_key.empty())
       if (const char* k = std::getenv("VERBATIM_API_KEY")) o->api_key = k;

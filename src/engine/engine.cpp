@@ -131,8 +131,7 @@ struct Engine::Impl {
       Request& r = *rp;
       r.seq.draft.clear();
       if (!spec_ngram || !r.seq.running || r.seq.num_computed != int(r.seq.tokens.size()) - 1) continue;
-      if (!r.spec.may_propose()) continue;
-      const int k = std::min(opts.num_speculative_tokens, r.params.max_tokens - r.num_generated - 1);
+      const int k = r.spec.draft_len(std::min(opts.num_speculative_tokens, r.params.max_tokens - r.num_generated - 1));
       if (k > 0) r.seq.draft = propose_ngram(r.seq.tokens, opts.ngram_min, opts.ngram_max, k);
     }
   }

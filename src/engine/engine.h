@@ -50,7 +50,7 @@ struct EngineOptions {
   // sequence's own earlier text, verified in one step. Changes no bit of any output, only speed.
   std::string speculative;
   int num_speculative_tokens = 3;   // K: most drafts verified per step and sequence
-  int ngram_min = 1;                // shortest suffix looked up
+  int ngram_min = 2;                // shortest suffix looked up (1: single tokens, more drafts rejected)
   int ngram_max = 4;                // longest suffix looked up (tried first)
 };
 

@@ -24,22 +24,24 @@ std::vector<int32_t> propose_ngram(std::span<const int32_t> tokens, int n_min, i
   return draft;
 }
 
-bool SpecThrottle::may_propose() {
+int SpecThrottle::draft_len(int k_max) {
   if (pause_left_ > 0) {
     --pause_left_;
-    return false;
+    return 0;
   }
-  return true;
+  return std::max(0, std::min(k_max, 2 * last_accepted_ + 1));
 }
 
 void SpecThrottle::record(int drafted, int accepted) {
   if (drafted <= 0) return;
+  last_accepted_ = accepted;
   ++window_steps_;
   window_drafted_ += drafted;
   window_accepted_ += accepted;
   if (window_steps_ < kWindowSteps) return;
   if (double(window_accepted_) < kMinAcceptance * double(window_drafted_)) {
     pause_left_ = next_pause_;
+    last_accepted_ = 0;  // resume with a one-draft probe
     next_pause_ = std::min(kMaxPause, next_pause_ * 2);
   } else {
     next_pause_ = kFirstPause;

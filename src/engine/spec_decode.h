@@ -16,23 +16,27 @@ namespace verbatim {
 // k drafts. Empty when nothing matches. O(len * n) per call; a pure function of its arguments.
 std::vector<int32_t> propose_ngram(std::span<const int32_t> tokens, int n_min, int n_max, int k);
 
-// Whether one sequence keeps proposing. Rule: acceptance is judged over windows of
-// kWindowSteps verification steps (steps that carried at least one draft). A window whose
-// accepted / drafted ratio is below kMinAcceptance pauses proposing for the next `pause` decode
-// steps of that sequence; the pause starts at kFirstPause and doubles after every failing window
-// (up to kMaxPause), and a window that passes resets it. So text that never repeats costs at most
-// kWindowSteps wasted verifications per pause, a shrinking share of the steps, while a sequence
-// that starts repeating later (greedy loops, quoted passages) gets picked up again.
+// How many drafts one sequence proposes. Two rules, both functions of the sequence's own
+// verification history only (never of the clock or the batch):
+//  - length: 2a + 1 drafts, capped at K, where a is the number accepted by the sequence's last
+//    verification (0 before the first). After a rejection a probe costs one extra row; a run of
+//    acceptances grows it 1, 3, 7, ... up to K.
+//  - pause: acceptance is judged over windows of kWindowSteps verification steps; a window whose
+//    accepted / drafted ratio is below kMinAcceptance pauses proposing for the sequence's next
+//    `pause` decode steps. The pause starts at kFirstPause and doubles after every failing window
+//    (up to kMaxPause); a window that passes resets it. Text that never repeats thus costs at most
+//    kWindowSteps one-draft verifications per pause, a shrinking share of the steps, while a
+//    sequence that starts repeating later (greedy loops, quoted passages) gets picked up again.
 class SpecThrottle {
  public:
   static constexpr int kWindowSteps = 4;
-  static constexpr double kMinAcceptance = 0.3;
+  static constexpr double kMinAcceptance = 0.4;
   static constexpr int kFirstPause = 16;
   static constexpr int kMaxPause = 1024;
 
-  // Called once per decode step of the sequence, before proposing: false while paused (and
-  // counts the paused step down).
-  bool may_propose();
+  // Drafts to propose at this decode step, at most k_max; 0 while paused (the paused step is
+  // counted down).
+  int draft_len(int k_max);
   // After a verification step that carried `drafted` > 0 drafts, `accepted` of them matching.
   void record(int drafted, int accepted);
 
@@ -40,6 +44,7 @@ class SpecThrottle {
   int next_pause() const { return next_pause_; }
 
  private:
+  int last_accepted_ = 0;
   int window_steps_ = 0;
   int window_drafted_ = 0;
   int window_accepted_ = 0;

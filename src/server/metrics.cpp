@@ -87,6 +87,11 @@ std::string Metrics::render(const EngineStats& s) const {
   metric(out, "verbatim:generation_tokens_total", "counter", "Tokens generated.", labels_,
          double(s.generation_tokens));
   metric(out, "verbatim:engine_steps_total", "counter", "Engine steps run.", labels_, double(s.steps));
+  metric(out, "verbatim:spec_decode_num_draft_tokens_total", "counter",
+         "Draft tokens verified by speculative decoding.", labels_, double(s.spec_draft_tokens));
+  metric(out, "verbatim:spec_decode_num_accepted_tokens_total", "counter",
+         "Draft tokens accepted (equal to the token the target chose there).", labels_,
+         double(s.spec_accepted_tokens));
   out += "# HELP verbatim:request_success_total Finished requests by finish reason.\n"
          "# TYPE verbatim:request_success_total counter\n";
   for (const char* r : {"stop", "length", "abort"}) {
