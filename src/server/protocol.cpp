@@ -311,16 +311,21 @@ SamplingDefaults SamplingDefaults::from_model_dir(const std::string& dir) {
   std::ifstream f(path);
   json g = json::parse(f, nullptr, false);
   if (!g.is_object()) throw Error(path + ": not a JSON object");
-  auto take = [&](const char* name, auto& out) {
+  // A default outside its range would make every request fail, so it is refused at startup.
+  auto take = [&](const char* name, double lo, double hi, bool lo_open, auto& out) {
     auto it = g.find(name);
     if (it == g.end() || !it->is_number()) return;
-    out = it->template get<std::remove_reference_t<decltype(out)>>();
+    const double v = it->template get<double>();
+    if (!(v >= lo && v <= hi) || (lo_open && v == lo))
+      throw Error(path + ": field '" + name + "' is " + it->dump() + ", outside " + (lo_open ? "(" : "[") +
+                  json(lo).dump() + ", " + json(hi).dump() + "]");
+    out = static_cast<std::remove_reference_t<decltype(out)>>(v);
     d.from_model.push_back(name);
   };
-  take("temperature", d.temperature);
-  take("top_p", d.top_p);
-  take("top_k", d.top_k);
-  take("min_p", d.min_p);
+  take("temperature", 0.0, 1e6, false, d.temperature);
+  take("top_p", 0.0, 1.0, true, d.top_p);
+  take("top_k", -1.0, 1e9, false, d.top_k);
+  take("min_p", 0.0, 1.0, false, d.min_p);
   if (d.top_k < 0) d.top_k = 0;
   return d;
 }

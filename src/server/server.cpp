@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "model/config.h"
+#include "server/auth.h"
 #include "server/server_state.h"
 
 namespace verbatim::server {
@@ -115,7 +116,8 @@ void register_routes(HttpServer& svr, ServerState& st) {
   svr.set_pre_routing_handler([&st](const httplib::Request& req, httplib::Response& res) {
     const std::string& key = st.opts.api_key;
     if (key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + key) return httplib::Server::HandlerResponse::Unhandled;
+    if (constant_time_equal(req.get_header_value("Authorization"), "Bearer " + key))
+      return httplib::Server::HandlerResponse::Unhandled;
     send_error(st, res, 401, "Incorrect or missing API key: send the header 'Authorization: Bearer <key>'");
     return httplib::Server::HandlerResponse::Handled;
   });
@@ -217,7 +219,7 @@ void send_json(httplib::Response& res, const json& j, int status) {
 }
 
 void send_error(ServerState& st, httplib::Response& res, int status, const std::string& msg, const std::string& param) {
-  if (st.metrics) st.metrics->http_error(status);
+  if (st.ready) st.metrics->http_error(status);  // metrics exist once ready (set before it)
   send_json(res, error_json(status, msg, param), status);
 }
 
@@ -247,6 +249,8 @@ int serve(const ServeOptions& o) {
   svr.set_payload_max_length(size_t(64) << 20);
   svr.set_read_timeout(30);
   svr.set_write_timeout(30);
+  // Stream chunks leave at once: without it a keep-alive client waits ~40 ms (delayed ACK) per answer.
+  svr.set_tcp_nodelay(true);
   register_routes(svr, st);
 
   int port = o.port;
