@@ -176,6 +176,8 @@ TEST(Generate, NoModelUsesTheEmbeddedDefault) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_EQ(r.lines.size(), 1u);
   EXPECT_TRUE(r.lines[0]["choices"][0]["text"].is_string());
+  EXPECT_EQ(r.lines[0]["choices"][0]["token_ids"].size(), 5u) << "generate always shows token_ids";
+  EXPECT_FALSE(r.lines[0]["choices"][0].contains("prompt_token_ids")) << "only with return_token_ids";
   EXPECT_EQ(r.lines[0]["usage"]["completion_tokens"], 5);
 }
 

@@ -13,12 +13,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -80,13 +80,14 @@ class ServerProcess {
       _exit(127);
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    std::regex port_re("listening on http://127\\.0\\.0\\.1:([0-9]+)");
     while (std::chrono::steady_clock::now() < deadline) {
       if (!running()) throw std::runtime_error("verbatim serve exited during startup:\n" + log());
-      if (port_ == 0) {
-        std::smatch m;
+      if (port_ == 0) {  // "listening on http://127.0.0.1:PORT"
+        const std::string mark = "listening on http://127.0.0.1:";
         std::string l = log();
-        if (std::regex_search(l, m, port_re)) port_ = std::stoi(m[1]);
+        size_t at = l.find(mark);
+        if (at != std::string::npos && at + mark.size() < l.size() && std::isdigit(static_cast<unsigned char>(l[at + mark.size()])))
+          port_ = std::atoi(l.c_str() + at + mark.size());
       }
       if (port_ != 0 && (!wait_ready || health() == 200)) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(wait_ready ? 50 : 2));

@@ -61,6 +61,7 @@ int run_generate(const GenerateArgs& a) {
     try {
       json body = server::parse_body(text);
       line.job = server::Job::completion(server::parse_completion_request(body, rt.defaults), rt.limits);
+      line.job->always_include_token_ids();
       for (size_t c = 0; c < line.job->choices().size(); ++c) {
         auto& ch = line.job->choices()[c];
         ch.engine_id = rt.engine->add(line.job->prompts()[ch.prompt].ids, line.job->params(ch));

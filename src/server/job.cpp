@@ -82,7 +82,7 @@ ChoiceJson Job::choice_json(const Choice& c, size_t first_token, size_t num_toke
   const ChoiceState& s = c.state;
   ChoiceJson j;
   j.index = s.index();
-  j.include_token_ids = req_.return_token_ids || !has_text();
+  j.include_token_ids = req_.return_token_ids || always_token_ids_ || !has_text();
   j.token_ids.assign(s.token_ids().begin() + first_token, s.token_ids().begin() + first_token + num_tokens);
   if (first && req_.return_token_ids && kind_ == Kind::Completion) j.prompt_token_ids = prompts_[c.prompt].ids;
   if (req_.params.logprobs >= 0) {

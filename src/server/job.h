@@ -37,6 +37,8 @@ class Job {
   bool has_text() const { return limits_.tokenizer != nullptr; }
   bool all_finished() const;
   const char* chunk_object() const { return kind_ == Kind::Chat ? "chat.completion.chunk" : "text_completion"; }
+  // choices[].token_ids in every answer, asked for or not (`verbatim generate` always shows them).
+  void always_include_token_ids() { always_token_ids_ = true; }
 
   Usage usage() const;
   json response(const ResponseMeta& meta) const;
@@ -53,6 +55,7 @@ class Job {
   GenerationRequest req_;
   bool echo_ = false;
   int top_k_ = 0;  // logprobs alternatives shown per token
+  bool always_token_ids_ = false;
   std::vector<PreparedPrompt> prompts_;
   std::vector<Choice> choices_;
   ModelLimits limits_;
