@@ -31,7 +31,8 @@ struct SpecBenchArgs {
   std::string model, device = "cpu", dtype = "auto", json_out;
   std::vector<std::string> workloads = {"repetitive", "random", "rejecting"};
   std::vector<int> batches = {1};
-  int max_tokens = 64, prompt_len = 48, reps = 3, k = 3, ngram_min = 2, ngram_max = 4;
+  std::vector<int> ks = {3};
+  int max_tokens = 64, prompt_len = 48, reps = 3, ngram_min = 2, ngram_max = 4;
 };
 
 // Lends one backend to engine after engine (each Engine owns its backend; the weights load once).
@@ -162,7 +163,7 @@ const Registrar spec_bench_reg(85, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--max-tokens", a->max_tokens, "Tokens generated per request")->capture_default_str();
   sub->add_option("--prompt-len", a->prompt_len, "Prompt tokens per request")->capture_default_str();
   sub->add_option("--reps", a->reps, "Off/on pairs per case (medians reported)")->capture_default_str();
-  sub->add_option("--num-speculative-tokens", a->k, "K")->capture_default_str();
+  sub->add_option("--num-speculative-tokens", a->ks, "K (a list runs each)")->delimiter(',');
   sub->add_option("--ngram-min", a->ngram_min, "Shortest n-gram looked up")->capture_default_str();
   sub->add_option("--ngram-max", a->ngram_max, "Longest n-gram looked up")->capture_default_str();
   sub->add_option("--json", a->json_out, "Write the results here");
@@ -178,7 +179,6 @@ const Registrar spec_bench_reg(85, [](CLI::App& app) -> std::function<int()> {
     off.num_kv_blocks = max_b * ((off.max_model_len + off.block_size - 1) / off.block_size + 1);
     EngineOptions on = off;
     on.speculative = "ngram";
-    on.num_speculative_tokens = a->k;
     on.ngram_min = a->ngram_min;
     on.ngram_max = a->ngram_max;
 
@@ -193,7 +193,7 @@ const Registrar spec_bench_reg(85, [](CLI::App& app) -> std::function<int()> {
     out["dtype"] = dtype_name(dt);
     out["device"] = be->device_name();
     out["kernel_config"] = be->kernel_config();
-    out["speculative"] = {{"method", "ngram"}, {"num_speculative_tokens", a->k}, {"ngram_min", a->ngram_min},
+    out["speculative"] = {{"method", "ngram"}, {"num_speculative_tokens", a->ks}, {"ngram_min", a->ngram_min},
                           {"ngram_max", a->ngram_max},
                           {"throttle", {{"window_steps", SpecThrottle::kWindowSteps},
                                         {"min_acceptance", SpecThrottle::kMinAcceptance},
@@ -204,55 +204,74 @@ const Registrar spec_bench_reg(85, [](CLI::App& app) -> std::function<int()> {
     out["reps"] = a->reps;
     out["metric"] = "tpot: decode phase (from the step that gave the last request its first token to the end) "
                     "time over the tokens each sequence emitted in it; wall clock (tpot_ms) and process CPU time "
-                    "(tpot_cpu_ms); median over reps. Off and on runs alternate.";
+                    "(tpot_cpu_ms); median over reps. Off and on runs alternate (off-on, on-off, ...).";
     if (const char* t = std::getenv("OMP_NUM_THREADS")) out["omp_num_threads"] = t;
     nlohmann::json cases = nlohmann::json::array();
-    std::printf("spec-bench %s %s on %s, K %d, n-gram %d..%d, %d tokens, %d reps\n", a->model.c_str(), dtype_name(dt),
-                be->device_name().c_str(), a->k, a->ngram_min, a->ngram_max, a->max_tokens, a->reps);
+    std::printf("spec-bench %s %s on %s, n-gram %d..%d, %d tokens, %d reps\n", a->model.c_str(), dtype_name(dt),
+                be->device_name().c_str(), a->ngram_min, a->ngram_max, a->max_tokens, a->reps);
     bool all_identical = true;
-    for (const std::string& w : a->workloads)
-      for (int B : a->batches) {
-        const auto reqs = workload(w, B, c.vocab_size, a->prompt_len, a->max_tokens);
-        run_once(*be, off, {reqs[0]});  // warm-up (page faults, scratch buffers)
-        std::vector<double> t_off, t_on, c_off, c_on, w_off, w_on;
-        uint64_t drafted = 0, accepted = 0, steps_on = 0, steps_off = 0, tokens = 0;
-        bool identical = true;
-        for (int rep = 0; rep < a->reps; ++rep) {
-          const RunResult r_off = run_once(*be, off, reqs);
-          const RunResult r_on = run_once(*be, on, reqs);
-          identical = identical && r_off.bits == r_on.bits;
-          t_off.push_back(r_off.tpot_ms);
-          t_on.push_back(r_on.tpot_ms);
-          c_off.push_back(r_off.tpot_cpu_ms);
-          c_on.push_back(r_on.tpot_cpu_ms);
-          w_off.push_back(r_off.wall_ms);
-          w_on.push_back(r_on.wall_ms);
-          drafted += r_on.stats.spec_draft_tokens;
-          accepted += r_on.stats.spec_accepted_tokens;
-          steps_on += r_on.stats.steps;
-          steps_off += r_off.stats.steps;
-          tokens += r_on.stats.generation_tokens;
+    struct Case {
+      int k;
+      std::string workload;
+      int batch;
+    };
+    std::vector<Case> todo;
+    for (int k : a->ks)
+      for (const std::string& w : a->workloads)
+        for (int B : a->batches) todo.push_back({k, w, B});
+    for (const Case& cs : todo) {
+      const int k = cs.k, B = cs.batch;
+      const std::string& w = cs.workload;
+      on.num_speculative_tokens = k;
+      const auto reqs = workload(w, B, c.vocab_size, a->prompt_len, a->max_tokens);
+      run_once(*be, off, {reqs[0]});  // warm-up (page faults, scratch buffers)
+      std::vector<double> t_off, t_on, c_off, c_on, w_off, w_on;
+      uint64_t drafted = 0, accepted = 0, steps_on = 0, steps_off = 0, tokens = 0;
+      bool identical = true;
+      for (int rep = 0; rep < a->reps; ++rep) {
+        // The order alternates too, so whatever favours the first (or second) run of a pair
+        // favours each mode equally often.
+        RunResult r_off, r_on;
+        if (rep % 2 == 0) {
+          r_off = run_once(*be, off, reqs);
+          r_on = run_once(*be, on, reqs);
+        } else {
+          r_on = run_once(*be, on, reqs);
+          r_off = run_once(*be, off, reqs);
         }
-        all_identical = all_identical && identical;
-        const double m_off = median(t_off), m_on = median(t_on), mc_off = median(c_off), mc_on = median(c_on);
-        const double acc = drafted ? double(accepted) / double(drafted) : 0.0;
-        cases.push_back({{"workload", w}, {"batch", B}, {"tpot_ms_off", m_off}, {"tpot_ms_on", m_on},
-                         {"speedup", m_on > 0 ? m_off / m_on : 0.0}, {"tpot_cpu_ms_off", mc_off},
-                         {"tpot_cpu_ms_on", mc_on}, {"speedup_cpu", mc_on > 0 ? mc_off / mc_on : 0.0},
-                         {"tpot_ms_off_all", t_off}, {"tpot_ms_on_all", t_on}, {"tpot_cpu_ms_off_all", c_off},
-                         {"tpot_cpu_ms_on_all", c_on},
-                         {"wall_ms_off_median", median(w_off)}, {"wall_ms_on_median", median(w_on)},
-                         {"draft_tokens", drafted}, {"accepted_tokens", accepted}, {"acceptance", acc},
-                         {"tokens_per_step_on", steps_on ? double(tokens) / double(steps_on) : 0.0},
-                         {"steps_off", steps_off}, {"steps_on", steps_on}, {"bit_identical", identical}});
-        std::printf("%-10s batch %2d: wall off %8.3f on %8.3f ms/token (%.2fx), cpu off %8.3f on %8.3f ms/token (%.2fx), "
-                    "acceptance %.1f%% (%llu/%llu), %s\n",
-                    w.c_str(), B, m_off, m_on, m_on > 0 ? m_off / m_on : 0.0, mc_off, mc_on, mc_on > 0 ? mc_off / mc_on : 0.0,
-                    100 * acc,
-                    static_cast<unsigned long long>(accepted), static_cast<unsigned long long>(drafted),
-                    identical ? "bit-identical" : "OUTPUTS DIFFER");
-        std::fflush(stdout);
+        identical = identical && r_off.bits == r_on.bits;
+        t_off.push_back(r_off.tpot_ms);
+        t_on.push_back(r_on.tpot_ms);
+        c_off.push_back(r_off.tpot_cpu_ms);
+        c_on.push_back(r_on.tpot_cpu_ms);
+        w_off.push_back(r_off.wall_ms);
+        w_on.push_back(r_on.wall_ms);
+        drafted += r_on.stats.spec_draft_tokens;
+        accepted += r_on.stats.spec_accepted_tokens;
+        steps_on += r_on.stats.steps;
+        steps_off += r_off.stats.steps;
+        tokens += r_on.stats.generation_tokens;
       }
+      all_identical = all_identical && identical;
+      const double m_off = median(t_off), m_on = median(t_on), mc_off = median(c_off), mc_on = median(c_on);
+      const double acc = drafted ? double(accepted) / double(drafted) : 0.0;
+      cases.push_back({{"workload", w}, {"batch", B}, {"k", k}, {"tpot_ms_off", m_off}, {"tpot_ms_on", m_on},
+                       {"speedup", m_on > 0 ? m_off / m_on : 0.0}, {"tpot_cpu_ms_off", mc_off},
+                       {"tpot_cpu_ms_on", mc_on}, {"speedup_cpu", mc_on > 0 ? mc_off / mc_on : 0.0},
+                       {"tpot_ms_off_all", t_off}, {"tpot_ms_on_all", t_on}, {"tpot_cpu_ms_off_all", c_off},
+                       {"tpot_cpu_ms_on_all", c_on},
+                       {"wall_ms_off_median", median(w_off)}, {"wall_ms_on_median", median(w_on)},
+                       {"draft_tokens", drafted}, {"accepted_tokens", accepted}, {"acceptance", acc},
+                       {"tokens_per_step_on", steps_on ? double(tokens) / double(steps_on) : 0.0},
+                       {"steps_off", steps_off}, {"steps_on", steps_on}, {"bit_identical", identical}});
+      std::printf("K %d %-10s batch %2d: wall off %8.3f on %8.3f ms/token (%.2fx), cpu off %8.3f on %8.3f ms/token (%.2fx), "
+                  "acceptance %.1f%% (%llu/%llu), %s\n",
+                  k, w.c_str(), B, m_off, m_on, m_on > 0 ? m_off / m_on : 0.0, mc_off, mc_on, mc_on > 0 ? mc_off / mc_on : 0.0,
+                  100 * acc,
+                  static_cast<unsigned long long>(accepted), static_cast<unsigned long long>(drafted),
+                  identical ? "bit-identical" : "OUTPUTS DIFFER");
+      std::fflush(stdout);
+    }
     out["cases"] = cases;
     out["bit_identical"] = all_identical;
     if (!a->json_out.empty()) {
