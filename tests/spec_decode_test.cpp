@@ -44,6 +44,38 @@ TEST(NgramProposer, MostRecentLongestMatchWithOverlappingCopy) {
   EXPECT_TRUE(propose_ngram(t, 1, 3, 0).empty());
 }
 
+// The proposer against a brute-force reading of its definition, on short sequences over tiny
+// alphabets (many matches, overlaps, edge lengths, bad arguments).
+TEST(NgramProposer, EqualsBruteForceOnRandomSequences) {
+  auto brute = [](const std::vector<int32_t>& t, int n_min, int n_max, int k) {
+    std::vector<int32_t> ext = t, draft;
+    const int len = int(t.size());
+    if (k <= 0 || n_min < 1 || n_max < n_min) return draft;
+    for (int n = n_max; n >= n_min; --n)
+      for (int j = len - n - 1; j >= 0 && n <= len - 1; --j) {
+        if (!std::equal(t.begin() + j, t.begin() + j + n, t.end() - n)) continue;
+        for (int i = 0; i < k; ++i) {
+          const int32_t next = ext[size_t(j + n + i)];  // may be a token proposed just before
+          ext.push_back(next);
+          draft.push_back(next);
+        }
+        return draft;
+      }
+    return draft;
+  };
+  int nonempty = 0;
+  for (uint64_t it = 0; it < 20000; ++it) {
+    auto u = [&](int i, int m) { return int(sample_uniform(77, it, i) * float(m)); };
+    std::vector<int32_t> t(size_t(u(0, 20)));
+    for (size_t i = 0; i < t.size(); ++i) t[i] = u(int(10 + i), 1 + u(1, 4));
+    const int n_min = u(2, 4), n_max = u(3, 5), k = u(4, 7) - 1;
+    const auto got = propose_ngram(t, n_min, n_max, k);
+    ASSERT_EQ(got, brute(t, n_min, n_max, k)) << "case " << it;
+    nonempty += !got.empty();
+  }
+  EXPECT_GT(nonempty, 2000);
+}
+
 TEST(SpecThrottle, DraftLengthFollowsAcceptanceAndPausesGrow) {
   SpecThrottle s;
   EXPECT_EQ(s.draft_len(5), 1);  // a first probe: one draft
