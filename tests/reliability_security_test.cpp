@@ -46,6 +46,7 @@ TEST(ReliabilitySecurity, ApiKeyGuardsTheApiAndNothingElse) {
   // A header past httplib's 8 KiB line limit is refused before auth runs: never a 200.
   auto huge = post(port, "/v1/completions", small_request(), with("Bearer " + std::string(20000, 'a')));
   EXPECT_TRUE(huge.status == 400 || huge.status == 401 || huge.status == 431) << huge.status;
+  EXPECT_EQ(s.stop(SIGTERM, 120), 0) << s.log();
 }
 
 #ifdef VERBATIM_HAVE_AUTH_H
@@ -96,6 +97,7 @@ TEST(ReliabilitySecurity, BodyLargerThanTheLimitIs413WithJsonError) {
   EXPECT_TRUE(r.j.contains("error"));
   EXPECT_LT(r.body.size(), kMaxErrorBody);
   EXPECT_EQ(post(s.port(), "/v1/completions", small_request()).status, 200) << "the server is fine afterwards";
+  EXPECT_EQ(s.stop(SIGTERM, 120), 0) << s.log();
 }
 
 // A request that asks for more prompts x n than the server will ever queue must be refused as a
@@ -115,6 +117,7 @@ TEST(ReliabilitySecurity, PromptCountIsLimited) {
   EXPECT_LT(secs, 10);
   EXPECT_EQ(metric(s.port(), "verbatim:num_requests_waiting"), 0);
   EXPECT_EQ(post(s.port(), "/v1/completions", small_request()).status, 200);
+  EXPECT_EQ(s.stop(SIGTERM, 120), 0) << s.log();
 }
 
 // ---- bounded error excerpts --------------------------------------------------------------------
@@ -154,6 +157,7 @@ TEST(ReliabilitySecurity, ErrorBodiesEchoOnlyABoundedExcerpt) {
     EXPECT_LT(r.body.size(), kMaxErrorBody) << path.size();
     EXPECT_EQ(r.body.find(std::string(200, 'Q')), std::string::npos) << path.size();
   }
+  EXPECT_EQ(s.stop(SIGTERM, 120), 0) << s.log();
 }
 
 // ---- default bind ------------------------------------------------------------------------------
