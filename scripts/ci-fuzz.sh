@@ -6,12 +6,13 @@
 #   FUZZ_SECONDS   seconds per target (default 25)
 #   FUZZ_PARALLEL  targets run at once (default 2: one per core of the CI machine)
 #   FUZZ_TARGETS   space-separated subset (default: all of fuzz/targets.cmake)
+#   VERBATIM_BUILD_PREFIX=P   build folder Pfuzz (default build-)
 # The grown corpus stays in build-fuzz/corpus/<target>, so later runs on the same machine start
 # where the last one stopped. Replaying one input: build-fuzz/fuzz/<target> FILE
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build-fuzz
+BUILD=$ROOT/${VERBATIM_BUILD_PREFIX:-build-}fuzz
 SECONDS_PER=${FUZZ_SECONDS:-25}
 PARALLEL=${FUZZ_PARALLEL:-2}
 t0=$(date +%s)

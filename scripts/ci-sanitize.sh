@@ -9,6 +9,7 @@
 # Tests are chosen by executable: the script lists each built executable's gtest suites and runs
 # them through ctest with a regex of those suites (plus the plain ctest entries named here).
 #   SANITIZE_ONLY=asan|tsan   run one half only
+#   VERBATIM_BUILD_PREFIX=P   build folders P{asan,tsan} (default build-)
 # OpenMP under TSan: libgomp is not built with TSan, so its barriers look like races to TSan
 # (false reports). The TSan run uses OMP_NUM_THREADS=1, which keeps every OpenMP region on the
 # calling thread; the engine's own threads (engine loop, HTTP workers) are still all checked.
@@ -16,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=${JOBS:-2}
+PREFIX=${VERBATIM_BUILD_PREFIX:-build-}
 
 # Halt on the first report, and write every report to a file (log_path): a server or CLI child
 # process whose exit status no test reads (LeakSanitizer runs at exit) still fails the run.
@@ -27,13 +29,19 @@ san_env() {
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:log_path=$reports/tsan"
 }
 
+# ASan+UBSan: every CPU test executable (the cuda_* ones skip without a GPU and are left out).
 ASAN_TESTS=(tokenizer_test stream_decoder_test chat_template_test tokenize_cli_test model_test sampler_test
   block_manager_test scheduler_test engine_test async_engine_test fingerprint_test cpu_ops_test parity_test
-  oracle_tokenizer_test oracle_chat_template_test server_api_test server_lifecycle_test generate_test
-  client_openai_test check_test reliability_load_test reliability_security_test)
+  invariance_cpu_test tp_sim_test spec_decode_test
+  oracle_tokenizer_test oracle_chat_template_test server_api_test server_protocol_test server_lifecycle_test
+  server_invariance_test spec_decode_server_test generate_test client_openai_test check_test bench_test
+  reliability_load_test reliability_security_test)
 ASAN_PLAIN=(replay_safetensors replay_model_dir replay_checkpoint_index replay_tokenizer_encode
   replay_tokenizer_decode replay_chat_template replay_protocol replay_generation_config)
-TSAN_TESTS=(block_manager_test scheduler_test engine_test async_engine_test server_lifecycle_test)
+# TSan: the engine and scheduler tests, and the server tests whose engine thread runs beside the
+# HTTP threads (with and without speculative decoding).
+TSAN_TESTS=(block_manager_test scheduler_test engine_test async_engine_test spec_decode_test server_lifecycle_test
+  spec_decode_server_test)
 
 # Keeps only the names whose source exists (the list names tests that may land later).
 existing() {
@@ -51,10 +59,10 @@ run_half() {
   [ $# -gt 0 ] && shift
   plain=("$@")
   t0=$(date +%s)
-  # -O1 -g: the usual sanitizer build (readable stacks, half the compile time of -O2). GCC 12 misfires
+  # -O1 -g1: the usual sanitizer build (stacks with file:line; -g1 compiles and links faster than -g). GCC 12 misfires
   # -Wmaybe-uninitialized inside <regex>/<functional> when ASan instruments them: a warning, not an error, here.
   cmake -S . -B "$dir" -DVERBATIM_CUDA=OFF -DVERBATIM_SANITIZE="$san" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_FLAGS="-Wno-error=maybe-uninitialized" >/dev/null
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS="-Wno-error=maybe-uninitialized" >/dev/null
   local exes=() p
   for p in "${plain[@]}"; do [[ $p == replay_* ]] && exes+=("$p"); done  # the others are scripts
   cmake --build "$dir" -j"$JOBS" --target verbatim "${tests[@]}" "${exes[@]}" >"$dir/sanitize-build.log" 2>&1 ||
@@ -84,10 +92,10 @@ ONLY=${SANITIZE_ONLY:-both}
 if [ "$ONLY" != tsan ]; then
   mapfile -t a < <(existing "${ASAN_TESTS[@]}")
   mapfile -t p < <(existing "${ASAN_PLAIN[@]}")
-  run_half asan "$ROOT/build-asan" address,undefined "${a[@]}" -- "${p[@]}" oracle_cli_tokenize || status=1
+  run_half asan "$ROOT/${PREFIX}asan" address,undefined "${a[@]}" -- "${p[@]}" oracle_cli_tokenize || status=1
 fi
 if [ "$ONLY" != asan ]; then
   mapfile -t a < <(existing "${TSAN_TESTS[@]}")
-  OMP_NUM_THREADS=1 run_half tsan "$ROOT/build-tsan" thread "${a[@]}" -- || status=1
+  OMP_NUM_THREADS=1 run_half tsan "$ROOT/${PREFIX}tsan" thread "${a[@]}" -- || status=1
 fi
 exit $status
