@@ -23,6 +23,9 @@ struct GenerateArgs {
   std::string model;
   std::string dtype = "auto";
   std::string device = "cpu";
+  std::string mode = "contract";           // cuda: contract | fast (checked in make_backend)
+  double gpu_memory_utilization = 0.9;     // cuda: share of the device's memory
+  int tensor_parallel_size = 1;            // cuda: GPUs (checked in make_backend)
   uint64_t seed = 0;
   int max_model_len = 0;
   int max_num_batched_tokens = 2048;
@@ -40,6 +43,9 @@ int run_generate(const GenerateArgs& a) {
   ro.model_dir = a.model;
   ro.device = a.device;
   ro.dtype = a.dtype;
+  ro.backend.kernels = a.mode;
+  ro.backend.gpu_memory_utilization = a.gpu_memory_utilization;
+  ro.backend.tensor_parallel_size = a.tensor_parallel_size;
   ro.engine.seed = a.seed;
   ro.engine.max_model_len = a.max_model_len;
   ro.engine.max_num_batched_tokens = a.max_num_batched_tokens;
@@ -124,6 +130,14 @@ Registrar reg(20, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--model", a->model, "Checkpoint folder (default: the embedded default model)");
   sub->add_option("--dtype", a->dtype, "auto|bfloat16|float16|float32")->capture_default_str();
   sub->add_option("--device", a->device, "cpu (or cuda, cuda:N in CUDA builds)")->capture_default_str();
+  sub->add_option("--mode", a->mode, "contract | fast (cuda only: the contract off, to measure its cost)")
+      ->capture_default_str();
+  sub->add_option("--gpu-memory-utilization", a->gpu_memory_utilization,
+                  "cuda: share of the device's memory for weights, KV cache and scratch, in (0, 1]")
+      ->capture_default_str();
+  sub->add_option("--tensor-parallel-size", a->tensor_parallel_size,
+                  "cuda: GPUs from cuda:N on (1, 2, 4, 8), one thread each; the same bits at every size")
+      ->capture_default_str();
   sub->add_option("--seed", a->seed, "Seed of requests that name none")->capture_default_str();
   sub->add_option("--max-model-len", a->max_model_len, "Context length (default: the model's)");
   sub->add_option("--max-num-batched-tokens", a->max_num_batched_tokens, "Tokens per engine step")

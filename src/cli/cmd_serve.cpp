@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "server/backend_factory.h"
 #include "server/server.h"
 
 namespace verbatim::cli {
@@ -21,6 +22,16 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
       ->capture_default_str();
   sub->add_option("--device", rt.device, "cpu (or cuda, cuda:N in CUDA builds)")->capture_default_str();
   sub->add_option("--dtype", rt.dtype, "auto|bfloat16|float16|float32")->capture_default_str();
+  // Checked in make_backend (server/backend_factory.h), so every command refuses bad values alike.
+  sub->add_option("--mode", rt.backend.kernels,
+                  "contract | fast (cuda only: the contract off, to measure its cost; other fingerprint)")
+      ->capture_default_str();
+  sub->add_option("--gpu-memory-utilization", rt.backend.gpu_memory_utilization,
+                  "cuda: share of the device's memory for weights, KV cache and scratch, in (0, 1]")
+      ->capture_default_str();
+  sub->add_option("--tensor-parallel-size", rt.backend.tensor_parallel_size,
+                  "cuda: GPUs from cuda:N on (1, 2, 4, 8), one thread each; the same bits at every size")
+      ->capture_default_str();
   sub->add_option("--max-model-len", e.max_model_len, "Context length (default: the model's)")
       ->check(CLI::Range(1, 1 << 24));
   sub->add_option("--max-num-seqs", e.max_num_seqs, "Most sequences in one step")
@@ -57,6 +68,8 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--ngram-min", e.ngram_min, "Shortest n-gram looked up for drafts")->check(CLI::Range(1, 64))->capture_default_str();
   sub->add_option("--ngram-max", e.ngram_max, "Longest n-gram looked up for drafts")->check(CLI::Range(1, 64))->capture_default_str();
   return [o] {
+    // Refuse --device/--mode/--gpu-memory-utilization values that cannot work before listening.
+    server::validate_backend_options(server::parse_device(o->runtime.device), o->runtime.backend);
     if (o->api_key.empty())
       if (const char* k = std::getenv("VERBATIM_API_KEY")) o->api_key = k;
     return server::serve(*o);

@@ -1,5 +1,8 @@
 #include "server/backend_factory.h"
 
+#include <cstdio>
+#include <string>
+
 #include "core/error.h"
 #include "engine/cpu_backend.h"
 #include "model/config.h"
@@ -36,18 +39,39 @@ DType resolve_dtype(const std::string& dtype, const std::string& model_dir) {
   return parse_dtype(dtype);
 }
 
+void validate_backend_options(const DeviceSpec& d, const BackendOptions& options) {
+  if (options.kernels != "contract" && options.kernels != "fast")
+    throw Error("--mode " + options.kernels + ": expected contract or fast");
+  // Written as a negated range test so NaN is refused too.
+  if (!(options.gpu_memory_utilization > 0.0 && options.gpu_memory_utilization <= 1.0)) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%g", options.gpu_memory_utilization);
+    throw Error(std::string("--gpu-memory-utilization ") + v + ": expected a share of the device's memory in (0, 1]");
+  }
+  // The CPU reference has only the contract kernels; silently running them for --mode fast would
+  // report the contract's cost as zero.
+  if (d.kind == "cpu" && options.kernels == "fast")
+    throw Error("--mode fast: only --device cuda has fast kernels (the CPU backend always obeys the contract)");
+  if (options.tensor_parallel_size != 1 && d.kind != "cuda")
+    throw Error("--tensor-parallel-size " + std::to_string(options.tensor_parallel_size) +
+                ": needs --device cuda (the CPU backend runs on one device)");
+  if (options.tensor_parallel_size < 1)
+    throw Error("--tensor-parallel-size " + std::to_string(options.tensor_parallel_size) + ": expected 1, 2, 4 or 8");
+}
+
 std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& model_dir, DType dtype,
                                       BackendOptions options) {
   DeviceSpec d = parse_device(device);
+  validate_backend_options(d, options);
   if (d.kind == "cpu") return make_cpu_backend(model_dir, dtype);
 #ifdef VERBATIM_HAVE_CUDA
   if (d.kind == "cuda") {
-    if (options.kernels != "contract" && options.kernels != "fast")
-      throw Error("--mode " + options.kernels + ": expected contract or fast");
     CudaOptions co;
     co.device = d.index;
     co.fast = options.kernels == "fast";
     co.gpu_memory_utilization = options.gpu_memory_utilization;
+    co.tensor_parallel_size = options.tensor_parallel_size;  // > visible GPUs or heads: CudaTpBackend says so
+    co.tp_reduce = options.tp_reduce;
     return make_cuda_backend(model_dir, dtype, co);
   }
 #endif

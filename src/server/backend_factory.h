@@ -13,6 +13,8 @@ struct BackendOptions {
   int device_index = 0;           // N of "cuda:N"
   std::string kernels = "contract";  // "contract" (bit-identical) or "fast" (breaks it, to measure its cost)
   double gpu_memory_utilization = 0.9;  // cuda: share of device memory for weights + KV + scratch
+  int tensor_parallel_size = 1;   // cuda: --tensor-parallel-size (1, 2, 4, 8 GPUs from cuda:N on)
+  std::string tp_reduce = "allgather";  // cuda, TP > 1: allgather (contract) | allreduce (cost measurement only)
 };
 
 struct DeviceSpec {
@@ -24,6 +26,10 @@ DeviceSpec parse_device(const std::string& device);
 
 // "auto": the checkpoint's dtype (config.json), as vLLM's --dtype auto; else parse_dtype.
 DType resolve_dtype(const std::string& dtype, const std::string& model_dir);
+
+// Throws Error for --mode other than contract|fast, --mode fast on the CPU, or a
+// gpu_memory_utilization outside (0, 1]. make_backend calls it before loading anything.
+void validate_backend_options(const DeviceSpec& device, const BackendOptions& options);
 
 std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& model_dir, DType dtype,
                                       BackendOptions options = {});
