@@ -28,6 +28,8 @@ namespace {
 
 struct BenchArgs {
   std::string model, device = "cuda", dtype = "auto", mode = "contract", json_out;
+  int tensor_parallel_size = 1;
+  std::string tp_reduce = "allgather";  // cuda, TP > 1: allreduce = NCCL's sum (contract off), to time its cost
   std::vector<int> batches = {1, 8, 32, 64};
   int context = 1024, steps = 64, warmup = 5, prefill = 2048, prefill_reps = 5;
   double bandwidth = 4.3e12;  // bytes/s: the H200's measured copy bandwidth (design.md)
@@ -75,10 +77,17 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--steps", a->steps, "Timed decode steps per batch size")->capture_default_str();
   sub->add_option("--prefill", a->prefill, "Prompt length of the prefill timing (0: skip)")->capture_default_str();
   sub->add_option("--json", a->json_out, "Write the results here");
+  sub->add_option("--tensor-parallel-size", a->tensor_parallel_size, "cuda: GPUs (1, 2, 4, 8), one thread each")
+      ->capture_default_str();
+  sub->add_option("--tp-reduce", a->tp_reduce,
+                  "cuda, TP > 1: allgather (the contract) | allreduce (NCCL's sum, bits change with TP: cost only)")
+      ->capture_default_str();
   return [a]() -> int {
     const DType dt = server::resolve_dtype(a->dtype, a->model);
     server::BackendOptions bo;
     bo.kernels = a->mode;
+    bo.tensor_parallel_size = a->tensor_parallel_size;
+    bo.tp_reduce = a->tp_reduce;
     auto be = server::make_backend(a->device, a->model, dt, bo);
     const ModelConfig& c = be->config();
     const int max_b = *std::max_element(a->batches.begin(), a->batches.end());
@@ -94,6 +103,8 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
                      {"head_dim", c.head_dim}, {"vocab_size", c.vocab_size}, {"tie_word_embeddings", c.tie_word_embeddings}};
     out["dtype"] = dtype_name(dt);
     out["mode"] = a->mode;
+    out["tensor_parallel_size"] = a->tensor_parallel_size;
+    out["tp_reduce"] = a->tensor_parallel_size > 1 ? a->tp_reduce : "none";
     out["device"] = be->device_name();
     out["kernel_config"] = be->kernel_config();
     out["context"] = a->context;
@@ -195,7 +206,7 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
 
 struct DumpArgs {
   std::string model, device = "cuda", dtype = "auto", mode = "contract", prompts, out;
-  int greedy = 0;
+  int greedy = 0, tensor_parallel_size = 1;
 };
 
 const Registrar dump_reg(81, [](CLI::App& app) -> std::function<int()> {
@@ -208,6 +219,8 @@ const Registrar dump_reg(81, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--prompts", a->prompts, "JSON file: a list of lists of token ids")->required();
   sub->add_option("--greedy", a->greedy, "Also generate this many greedy tokens per prompt")->capture_default_str();
   sub->add_option("--out", a->out, "Output .safetensors (p<i>.logits [len, vocab] fp32, p<i>.greedy int32)")->required();
+  sub->add_option("--tensor-parallel-size", a->tensor_parallel_size, "cuda: GPUs (1, 2, 4, 8), one thread each")
+      ->capture_default_str();
   return [a]() -> int {
     std::ifstream in(a->prompts);
     if (!in) throw Error("cannot read " + a->prompts);
@@ -215,6 +228,7 @@ const Registrar dump_reg(81, [](CLI::App& app) -> std::function<int()> {
     const DType dt = server::resolve_dtype(a->dtype, a->model);
     server::BackendOptions bo;
     bo.kernels = a->mode;
+    bo.tensor_parallel_size = a->tensor_parallel_size;
     auto be = server::make_backend(a->device, a->model, dt, bo);
     const int V = be->config().vocab_size, bs = 16;
     size_t longest = 0;

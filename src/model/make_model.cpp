@@ -171,7 +171,9 @@ float random_normal(uint64_t seed, uint64_t tensor, uint64_t index) {
   return float(index % 2 ? z1 : z0);
 }
 
-std::vector<std::string> known_archs() { return {"qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "tiny"}; }
+std::vector<std::string> known_archs() {
+  return {"qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "qwen3-32b", "tiny"};
+}
 
 ModelConfig arch_config(const std::string& arch, DType dtype) {
   ModelConfig c;
@@ -202,6 +204,9 @@ ModelConfig arch_config(const std::string& arch, DType dtype) {
     shape(2560, 9728, 36, 32);
   } else if (arch == "qwen3-8b") {
     shape(4096, 12288, 36, 32);
+    c.tie_word_embeddings = false;
+  } else if (arch == "qwen3-32b") {  // Qwen/Qwen3-32B config.json: 64 q heads, 8 KV heads, untied
+    shape(5120, 25600, 64, 64);
     c.tie_word_embeddings = false;
   } else if (arch == "tiny") {
     shape(128, 384, 4, 4);

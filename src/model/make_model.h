@@ -11,7 +11,7 @@
 
 namespace verbatim {
 
-// "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "tiny".
+// "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "qwen3-32b", "tiny".
 std::vector<std::string> known_archs();
 // The config of a known arch (real Qwen3 shapes), in `dtype`. Throws Error naming the choices.
 ModelConfig arch_config(const std::string& arch, DType dtype);

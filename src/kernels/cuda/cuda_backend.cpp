@@ -16,8 +16,11 @@
 
 #include "core/error.h"
 #include "engine/sampler.h"
+#include "kernels/cuda/cuda_tp_backend.h"
 #include "kernels/cuda/fused.h"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/nccl_comm.h"
+#include "kernels/cuda/tp_plan.h"
 #include "kernels/ops.h"
 
 namespace verbatim {
@@ -96,6 +99,15 @@ struct CudaBackend::Impl {
   float* rope = nullptr;
   int rope_positions = 0;
   int nqkv = 0, split_qkv = 1, split_o = 1, split_gu = 1, split_down = 1, split_lm = 1;
+  // Tensor parallelism (rank `rank` of `tp`; tp == 1: the whole model). Local sizes: this rank's
+  // query heads, KV heads, intermediate columns and vocabulary rows (tp_plan.h).
+  int tp = 1, rank = 0;
+  cuda::NcclComm comm = nullptr;
+  bool tp_allreduce = false;  // the measured control: NCCL all-reduce of per-rank sums
+  int nh_l = 0, nkv_l = 0;
+  int64_t I_l = 0, V_l = 0;
+  float* gather = nullptr;   // [8, cap_t, H] fp32: all ranks' K-segment partials (row-parallel)
+  float* glog = nullptr;     // [tp, kLogitRows, V_l] fp32: all ranks' logit slices
 
   void* kv = nullptr;
   size_t kv_layer_bytes = 0;
@@ -172,6 +184,38 @@ struct CudaBackend::Impl {
     }
     return d;
   }
+  // Rows [r0, r1) x columns [c0, c1) of each weight, stacked by rows, in the compute dtype (a
+  // tensor-parallel shard; the whole matrix at tp == 1).
+  struct Part {
+    const WeightRef* w;
+    int64_t r0, r1, c0, c1;
+  };
+  static Part whole(const WeightRef& w) { return Part{&w, 0, w.rows, 0, w.cols}; }
+  void* upload_parts(const std::vector<Part>& parts) {
+    int64_t rows = 0;
+    const int64_t cols = parts[0].c1 - parts[0].c0;
+    for (const Part& p : parts) {
+      rows += p.r1 - p.r0;
+      if (p.c1 - p.c0 != cols)
+        throw Error("cuda: weights '" + p.w->name + "' and '" + parts[0].w->name + "' differ in width");
+    }
+    void* d = dmalloc(size_t(rows * cols) * 2);
+    weights_held += size_t(rows * cols) * 2;
+    char* at = static_cast<char*>(d);
+    for (const Part& p : parts) {
+      std::vector<uint16_t> conv;
+      const void* src = p.w->data;
+      if (p.w->dtype != act) {
+        conv = to_half_type(*p.w, act);
+        src = conv.data();
+      }
+      const char* s = static_cast<const char*>(src) + (size_t(p.r0) * size_t(p.w->cols) + size_t(p.c0)) * 2;
+      VB_CUDA(cudaMemcpy2D(at, size_t(cols) * 2, s, size_t(p.w->cols) * 2, size_t(cols) * 2, size_t(p.r1 - p.r0),
+                           cudaMemcpyHostToDevice));
+      at += size_t((p.r1 - p.r0) * cols) * 2;
+    }
+    return d;
+  }
   float* upload_norm(const WeightRef& w) {
     std::vector<float> v = norm_values(w, act);
     return static_cast<float*>(upload(v.data(), v.size() * sizeof(float)));
@@ -181,9 +225,13 @@ struct CudaBackend::Impl {
     if (T <= cap_t) return;
     const int n = std::max(T, cap_t * 2);
     const size_t e = 2;
-    const int64_t H = c.hidden_size, I = c.intermediate_size, qw = int64_t(c.num_heads) * c.head_dim;
+    const int64_t H = c.hidden_size, I = I_l, qw = int64_t(nh_l) * c.head_dim;
     reset_graphs();  // captured graphs hold the old buffers' addresses
     for (void* p : {x, h, qkv, attn, o, gu, mlp}) dfree(p, 0);
+    if (tp > 1) {
+      dfree(gather, 0);
+      gather = static_cast<float*>(dmalloc(size_t(cuda::kTpSegments) * size_t(n) * size_t(H) * sizeof(float)));
+    }
     x = dmalloc(size_t(n) * H * e);
     h = dmalloc(size_t(n) * H * e);
     qkv = dmalloc(size_t(n) * nqkv * e);
@@ -237,6 +285,59 @@ struct CudaBackend::Impl {
       return r;
     }
     return cuda::gemm_for_consumer(xin, M, K, W, N, act, split, y, ws, ws_bytes, stream);
+  }
+
+  // A row-parallel GEMM (o_proj, down_proj: K = this rank's slice, N = hidden) as its consumer
+  // reads it. tp == 1: the split-K GEMM in kTpSegments segments (split_o / split_down). tp > 1:
+  // this rank computes its 8 / tp segments into its place of `gather`, then the all-gather (a copy,
+  // rank order = segment order) leaves all 8 partials on every rank; the consumer adds them in
+  // segment order from partial 0, the arithmetic of tp == 1 on the same operands.
+  cuda::GemmResult row_parallel(const void* xin, int T, int K, const void* W, int split, void* y) {
+    if (tp == 1) return fused_gemm(xin, T, K, W, int(c.hidden_size), split, y);
+    const int64_t H = c.hidden_size;
+    const size_t plane = size_t(T) * size_t(H);
+    cuda::GemmResult r;
+    r.M = T;
+    r.N = int(H);
+    if (T <= 0) return r;
+    if (opt.fast || tp_allreduce) {
+      // The control: each rank's whole-slice sum, added across ranks by NCCL (order not ours).
+      gemm(xin, T, K, W, int(H), split / tp, nullptr, gather);
+      cuda::nccl_all_reduce_sum_f32(comm, gather, gather, plane, stream);
+      r.partials = gather;
+      r.split = 1;
+      return r;
+    }
+    const int segs = split / tp;
+    float* mine = gather + size_t(rank) * size_t(segs) * plane;
+    cuda::GemmOut out;
+    if (segs > 1) out.partials_only = true;  // [segs, T, H] at `mine`
+    else out.y32 = mine;                     // one segment: its sum is the partial
+    cuda::gemm(xin, T, K, K, W, int(H), act, segs, out, mine, size_t(segs) * plane * sizeof(float), stream);
+    cuda::nccl_all_gather_f32(comm, mine, gather, size_t(segs) * plane, stream);
+    r.partials = gather;
+    r.split = split;
+    return r;
+  }
+
+  // lm_head for `rows` rows of `in` into logits [rows, V] (fp32). tp > 1: vocabulary-parallel, each
+  // rank's slice of columns all-gathered (a copy) and laid side by side in vocabulary order on rank
+  // 0, the one rank that samples (every rank's slices are the same bits; one sample stands for all).
+  void lm_head_pass(const void* in, int rows) {
+    const int64_t H = c.hidden_size;
+    if (tp == 1) {
+      gemm(in, rows, int(H), lm_head, c.vocab_size, split_lm, nullptr, logits);
+      return;
+    }
+    const size_t count = size_t(rows) * size_t(V_l);
+    float* mine = glog + size_t(rank) * count;
+    gemm(in, rows, int(H), lm_head, int(V_l), split_lm, nullptr, mine);
+    cuda::nccl_all_gather_f32(comm, mine, glog, count, stream);
+    if (rank != 0) return;
+    for (int q = 0; q < tp; ++q)
+      VB_CUDA(cudaMemcpy2DAsync(logits + size_t(q) * size_t(V_l), size_t(c.vocab_size) * sizeof(float),
+                                glog + size_t(q) * count, size_t(V_l) * sizeof(float), size_t(V_l) * sizeof(float),
+                                size_t(rows), cudaMemcpyDeviceToDevice, stream));
   }
 
   int part_tokens(int num_seqs) const {
@@ -305,11 +406,26 @@ CudaBackend::CudaBackend(ModelWeights weights, DType dtype, CudaOptions options)
   if (c.hidden_size % 8 || c.intermediate_size % 8 || c.vocab_size % 8)
     throw Error(m.weights.dir + "/config.json: hidden_size, intermediate_size and vocab_size must be multiples of 8 "
                 "for --device cuda");
+  m.tp = options.tensor_parallel_size;
+  m.rank = options.tp_rank;
+  m.comm = options.tp_comm;
+  cuda::check_tp_plan(c, m.tp, m.weights.dir + "/config.json");
+  if (m.tp > 1 && (!m.comm || m.rank < 0 || m.rank >= m.tp))
+    throw Error("cuda: a tensor-parallel rank needs its communicator (use make_cuda_backend)");
+  if (options.tp_reduce != "allgather" && options.tp_reduce != "allreduce")
+    throw Error("--tp-reduce " + options.tp_reduce + ": expected allgather or allreduce");
+  m.tp_allreduce = m.tp > 1 && options.tp_reduce == "allreduce";
+  m.nh_l = c.num_heads / m.tp;
+  m.nkv_l = c.num_kv_heads / m.tp;
+  m.I_l = c.intermediate_size / m.tp;
+  m.V_l = c.vocab_size / m.tp;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) throw Error("--device cuda: no CUDA device is visible");
-  if (options.device < 0 || options.device >= count)
-    throw Error("--device cuda:" + std::to_string(options.device) + ": only " + std::to_string(count) + " device(s)");
-  m.device = options.device;
+  if (options.device < 0 || options.device + m.tp > count)
+    throw Error("--device cuda:" + std::to_string(options.device) +
+                (m.tp > 1 ? " with --tensor-parallel-size " + std::to_string(m.tp) : std::string()) + ": only " +
+                std::to_string(count) + " device(s)");
+  m.device = options.device + m.rank;
   VB_CUDA(cudaSetDevice(m.device));
   cudaDeviceProp prop{};
   VB_CUDA(cudaGetDeviceProperties(&prop, m.device));
@@ -326,22 +442,35 @@ CudaBackend::CudaBackend(ModelWeights weights, DType dtype, CudaOptions options)
   cuda::gemm_prepare();       // likewise (the v2 GEMM's shared-memory limits)
 
   const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
-  m.nqkv = int((c.num_heads + 2 * c.num_kv_heads) * hd);
-  m.split_qkv = cuda::gemm_split_for(m.nqkv, int(H));
-  m.split_o = cuda::gemm_split_for(int(H), int(c.num_heads * hd));
+  // Every split from the whole model's shapes, whatever tp: a column shard then sums each output
+  // over K in the segments of tp == 1 (gemm_split_for reads N, which a shard divides).
+  const int nqkv_all = int((c.num_heads + 2 * c.num_kv_heads) * hd);
+  m.nqkv = int((m.nh_l + 2 * m.nkv_l) * hd);
+  m.split_qkv = cuda::gemm_split_for(nqkv_all, int(H));
+  m.split_o = cuda::row_parallel_split(int(H), int(c.num_heads * hd));
   m.split_gu = cuda::gemm_split_for(int(2 * I), int(H));
-  m.split_down = cuda::gemm_split_for(int(H), int(I));
+  m.split_down = cuda::row_parallel_split(int(H), int(I));
   m.split_lm = cuda::gemm_split_for(c.vocab_size, int(H));
 
-  m.embed = m.upload_stacked({&m.weights.embed});
-  m.lm_head = m.weights.lm_head.data == m.weights.embed.data ? m.embed : m.upload_stacked({&m.weights.lm_head});
+  // Rank r's shards (Megatron layout): q rows of its heads, k/v rows of its KV heads, gate/up rows
+  // of its intermediate slice, o/down columns of the same slices (= its K-segments), lm_head rows
+  // of its vocabulary slice; embedding and norms replicated.
+  using Part = Impl::Part;
+  const int r = m.rank, N = m.tp;
+  const int64_t q0 = int64_t(r) * m.nh_l * hd, q1 = q0 + int64_t(m.nh_l) * hd;
+  const int64_t k0 = int64_t(r) * m.nkv_l * hd, k1 = k0 + int64_t(m.nkv_l) * hd;
+  const int64_t i0 = cuda::tp_part_begin(I, r, N), i1 = i0 + m.I_l;
+  const int64_t v0 = cuda::tp_part_begin(c.vocab_size, r, N), v1 = v0 + m.V_l;
+  m.embed = m.upload_parts({Impl::whole(m.weights.embed)});
+  const WeightRef& lm = m.weights.lm_head;
+  m.lm_head = N == 1 && lm.data == m.weights.embed.data ? m.embed : m.upload_parts({Part{&lm, v0, v1, 0, lm.cols}});
   m.final_norm = m.upload_norm(m.weights.final_norm);
   for (const LayerWeights& L : m.weights.layers) {
     Impl::Layer d;
-    d.qkv = m.upload_stacked({&L.q_proj, &L.k_proj, &L.v_proj});
-    d.o = m.upload_stacked({&L.o_proj});
-    d.gu = m.upload_stacked({&L.gate_proj, &L.up_proj});
-    d.down = m.upload_stacked({&L.down_proj});
+    d.qkv = m.upload_parts({Part{&L.q_proj, q0, q1, 0, H}, Part{&L.k_proj, k0, k1, 0, H}, Part{&L.v_proj, k0, k1, 0, H}});
+    d.o = m.upload_parts({Part{&L.o_proj, 0, H, q0, q1}});
+    d.gu = m.upload_parts({Part{&L.gate_proj, i0, i1, 0, H}, Part{&L.up_proj, i0, i1, 0, H}});
+    d.down = m.upload_parts({Part{&L.down_proj, 0, H, i0, i1}});
     d.in_norm = m.upload_norm(L.input_norm);
     d.post_norm = m.upload_norm(L.post_norm);
     d.q_norm = m.upload_norm(L.q_norm);
@@ -359,6 +488,7 @@ CudaBackend::CudaBackend(ModelWeights weights, DType dtype, CudaOptions options)
   m.ensure_tokens(std::max(1, options.max_tokens));
   m.last = m.dmalloc(size_t(Impl::kLogitRows) * size_t(H) * 2);
   m.logits = static_cast<float*>(m.dmalloc(size_t(Impl::kLogitRows) * size_t(c.vocab_size) * sizeof(float)));
+  if (m.tp > 1) m.glog = static_cast<float*>(m.dmalloc(size_t(Impl::kLogitRows) * size_t(c.vocab_size) * sizeof(float)));
   m.ws = static_cast<float*>(m.dmalloc(m.ws_bytes));
   m.sb.stats = static_cast<float*>(m.dmalloc(size_t(Impl::kLogitRows) * 2 * sizeof(float)));
   m.d_specs = static_cast<cuda::SampleRowSpec*>(m.dmalloc(Impl::kLogitRows * sizeof(cuda::SampleRowSpec)));
@@ -399,17 +529,22 @@ std::string CudaBackend::kernel_config() const {
   if (m.opt.fast)
     return "cuda-fast-v1;CONTRACT-OFF;gemm=cublasGemmEx-default-heuristics;attn_part=by-batch(128|1024);attn_tile=64";
   auto split = [](const char* name, int s) { return std::string(name) + "=" + std::to_string(s); };
+  // The tensor-parallel size is not in it: with the all-gather combine every size gives the bits of
+  // one GPU (tests/cuda_tp_test). The all-reduce control changes them, so it is named.
+  const std::string tp_control =
+      m.tp_allreduce ? ";TP-ALLREDUCE-CONTRACT-OFF;tp=" + std::to_string(m.tp) : std::string();
   return "cuda-v1;gemm=mma.m16n8k16-f32acc,k32-chunks-2mma,kseg-split(" + split("qkv", m.split_qkv) + "," +
          split("o", m.split_o) + "," + split("gate_up", m.split_gu) + "," + split("down", m.split_down) + "," +
          split("lm_head", m.split_lm) + "),split-sum-in-order;attn_tile=64;attn_part=64,tile-states-folded-in-position-order;"
          "attn_dot=mma.m16n8k16;softmax=online-tile-merge,p-rounded,quad-tree-tile-sum;exp=cody-waite-deg6;"
          "rmsnorm=lanes16-halving-tree;rope=host-table-powf-cosf-sinf;silu=exp_f32;"
-         "sampler=block-tree-sums,stable-radix-sort;weights=" + std::string(dtype_name(m.act));
+         "sampler=block-tree-sums,stable-radix-sort;row_parallel=kseg8-in-order(o,down),tp-allgather;weights=" +
+         std::string(dtype_name(m.act)) + tp_control;
 }
 
 size_t CudaBackend::kv_block_bytes(int block_size) const {
   const ModelConfig& c = impl_->c;
-  return 2 * size_t(c.num_layers) * size_t(block_size) * size_t(c.num_kv_heads) * size_t(c.head_dim) * 2;
+  return 2 * size_t(c.num_layers) * size_t(block_size) * size_t(impl_->nkv_l) * size_t(c.head_dim) * 2;
 }
 
 size_t CudaBackend::kv_budget_bytes() const {
@@ -435,7 +570,7 @@ void CudaBackend::allocate_kv(int num_blocks, int block_size) {
   m.reset_graphs();  // graphs hold the old cache's addresses
   // One block past the engine's: the scratch slot padded graph rows write their K/V to.
   m.kv_layer_bytes =
-      size_t(num_blocks + 1) * size_t(block_size) * size_t(m.c.num_kv_heads) * size_t(m.c.head_dim) * 2;
+      size_t(num_blocks + 1) * size_t(block_size) * size_t(m.nkv_l) * size_t(m.c.head_dim) * 2;
   m.scratch_slot = num_blocks * block_size;
   const size_t total = 2 * m.kv_layer_bytes * size_t(m.c.num_layers);
   m.kv = m.dmalloc(total);
@@ -485,7 +620,7 @@ void CudaBackend::Impl::validate(const ForwardBatch& b) const {
 void CudaBackend::Impl::forward(const ForwardBatch& b) {
   const int T = int(b.tokens.size());
   const int64_t hd = c.head_dim;
-  const int nh = c.num_heads, nkv = c.num_kv_heads;
+  const int nh = nh_l, nkv = nkv_l;
   ensure_tokens(T);
 
   // Host side of the step: slots, flattened block tables, the attention plan, logit rows.
@@ -543,8 +678,8 @@ void CudaBackend::Impl::forward(const ForwardBatch& b) {
 
 void CudaBackend::Impl::launch_layers(const Step& st) {
   const int T = st.T;
-  const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
-  const int nh = c.num_heads, nkv = c.num_kv_heads;
+  const int64_t H = c.hidden_size, I = I_l, hd = c.head_dim;
+  const int nh = nh_l, nkv = nkv_l;
   const float scale = float(1.0 / std::sqrt(double(hd)));  // HF: head_dim ** -0.5 (as the CPU)
   const float eps = c.rms_norm_eps;
   const cuda::RowMap flat;
@@ -595,11 +730,11 @@ void CudaBackend::Impl::launch_layers(const Step& st) {
       cuda::attention(a, g, act, stream);
       cuda::attention_merge(a, st.mt + g.merge_begin, st.mp + g.merge_begin, g.merge_end - g.merge_begin, act, stream);
     }
-    const cuda::GemmResult ao = fused_gemm(attn, T, int(nh * hd), L.o, int(H), split_o, o);
+    const cuda::GemmResult ao = row_parallel(attn, T, int(nh * hd), L.o, split_o, o);
     cuda::add_rmsnorm_from(x, ao, T, int(H), L.post_norm, eps, act, h, stream);
     const cuda::GemmResult gu_r = fused_gemm(h, T, int(H), L.gu, int(2 * I), split_gu, gu);
     cuda::silu_mul_from(gu_r, T, I, act, mlp, stream);
-    down = fused_gemm(mlp, T, int(I), L.down, int(H), split_down, o);
+    down = row_parallel(mlp, T, int(I), L.down, split_down, o);
   }
   // Last residual add fused with the final norm (row-wise: the same bits as norming only the
   // logit rows, which is what the CPU does).
@@ -627,7 +762,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
   int parts_cap = 1;
   while (parts_cap < parts) parts_cap *= 2;
   if (parts_cap > kGraphMaxParts) return false;
-  const size_t state_floats = cuda::attention_state_floats(c.head_dim) * size_t(c.num_heads);
+  const size_t state_floats = cuda::attention_state_floats(c.head_dim) * size_t(nh_l);
   if (size_t(bucket) * size_t(parts_cap) * state_floats * sizeof(float) > ws_bytes) return false;
   size_t bt_total = 0;
   for (int i = 0; i < B; ++i) bt_total += b.block_tables[size_t(b.token_seq[size_t(i)])].size();
@@ -697,7 +832,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
     VB_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     try {
       launch_layers(st);
-      gemm(h, bucket, c.hidden_size, lm_head, c.vocab_size, split_lm, nullptr, logits);
+      lm_head_pass(h, bucket);
     } catch (...) {
       cudaStreamEndCapture(stream, &graph);
       if (graph) cudaGraphDestroy(graph);
@@ -718,7 +853,7 @@ void CudaBackend::Impl::logits_pass(const ForwardBatch& b, int r0, int rn) {
   (void)b;
   const int64_t H = c.hidden_size;
   cuda::gather_rows(h, H, in_logit_rows + r0, rn, act, last, stream);
-  gemm(last, rn, int(H), lm_head, c.vocab_size, split_lm, nullptr, logits);
+  lm_head_pass(last, rn);
 }
 
 void CudaBackend::forward_logits(const ForwardBatch& b, float* out) {
@@ -839,15 +974,19 @@ void CudaBackend::forward_sample(const ForwardBatch& b, const std::vector<Sample
       }
     }
   }
+  if (m.rank != 0) VB_CUDA(cudaStreamSynchronize(m.stream));  // its collectives are done when the step is
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const std::string& model_dir, DType dtype, CudaOptions options) {
+  if (options.tensor_parallel_size > 1) return make_cuda_tp_backend(model_dir, dtype, options);
   return std::make_unique<CudaBackend>(ModelWeights::load(model_dir), dtype, options);
 }
 
-bool cuda_device_available() {
+bool cuda_device_available() { return cuda_device_count() > 0; }
+
+int cuda_device_count() {
   int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
 }  // namespace verbatim

@@ -20,6 +20,18 @@ struct CudaOptions {
   double gpu_memory_utilization = 0.9;  // share of the device's memory this process may hold
   int max_tokens = 2048;                // activation capacity in tokens (grows on demand)
   bool cuda_graphs = true;              // replay captured decode steps (per batch-size bucket)
+  // --tensor-parallel-size: GPUs device .. device + N - 1, one thread each (docs/tensor-parallel.md).
+  // make_cuda_backend builds the N-rank driver (cuda_tp_backend.h) when N > 1.
+  int tensor_parallel_size = 1;
+  // Row-parallel combine (o_proj, down_proj) at N > 1. "allgather": the contract: every rank's fp32
+  // K-segment partials are all-gathered (a copy) and summed in segment order, the bits of N = 1.
+  // "allreduce": NCCL's sum of per-rank sums (bits change with N): only to measure the contract's
+  // cost and as the tests' control; it changes the kernel config (fingerprint).
+  std::string tp_reduce = "allgather";
+  // Set by the tensor-parallel driver on each rank's backend (never by users): this rank's index and
+  // its ncclComm_t. A CudaBackend with tensor_parallel_size > 1 is one rank of N.
+  int tp_rank = 0;
+  void* tp_comm = nullptr;
 };
 
 class CudaBackend : public Backend {
@@ -51,10 +63,13 @@ class CudaBackend : public Backend {
   std::unique_ptr<Impl> impl_;
 };
 
-// Loads the checkpoint in `model_dir` and builds a CUDA backend computing in `dtype` (BF16 or F16).
+// Loads the checkpoint in `model_dir` and builds a CUDA backend computing in `dtype` (BF16 or F16);
+// with options.tensor_parallel_size > 1, the tensor-parallel driver over that many GPUs.
 std::unique_ptr<Backend> make_cuda_backend(const std::string& model_dir, DType dtype, CudaOptions options = {});
 
 // True when the CUDA runtime sees at least one device (tests skip themselves otherwise).
 bool cuda_device_available();
+// CUDA devices the runtime sees (0 when none or no driver).
+int cuda_device_count();
 
 }  // namespace verbatim

@@ -358,11 +358,16 @@ void set_gemm_kernel(GemmKernel k) { g_kernel.store(int(k), std::memory_order_re
 const char* gemm_kernel_name(GemmKernel k) { return k == GemmKernel::V2 ? "v2" : "v1"; }
 
 void gemm_prepare() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    set_v2_smem_limits<bf16>();
-    set_v2_smem_limits<f16>();
-  });
+  // Once per device (a function attribute lives in the current device's context; tensor
+  // parallelism runs one rank per device).
+  static std::atomic<uint64_t> done{0};
+  int dev = 0;
+  VB_CUDA(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t(1) << (dev & 63);
+  if (done.load(std::memory_order_acquire) & bit) return;
+  set_v2_smem_limits<bf16>();
+  set_v2_smem_limits<f16>();
+  done.fetch_or(bit, std::memory_order_acq_rel);
 }
 
 int gemm_split_for(int N, int K) {
@@ -397,7 +402,8 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
   if (K % 8 || N % 8 || ldx % 8)
     throw Error("cuda gemm: K (" + std::to_string(K) + "), N (" + std::to_string(N) +
                 ") and the row stride must be multiples of 8");
-  if (split > 1 && (K % (32 * split))) throw Error("cuda gemm: split " + std::to_string(split) + " does not divide K");
+  // Segments of whole 8-element loads (a segment shorter than 32 k zero-fills its one chunk).
+  if (split > 1 && (K % (8 * split))) throw Error("cuda gemm: split " + std::to_string(split) + " does not divide K");
   const int ldy = out.ldy ? out.ldy : N;
   GemmArgs a{x, W, M, N, K, ldx, ldy, split > 1 ? K / split : K, out.y, out.y32, nullptr};
   const size_t ebytes = dtype_size(t);
