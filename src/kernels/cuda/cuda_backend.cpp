@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -379,7 +380,7 @@ struct CudaBackend::Impl {
     for (auto& [k, e] : graphs) cudaGraphExecDestroy(e);
     graphs.clear();
   }
-  // Decode-only batch (one token per sequence, every row a logit row) that a graph can run.
+  // Decode or verification batch (every row a logit row, at most 64 rows) that a graph can run.
   bool graph_step(const ForwardBatch& b);
 
   void validate(const ForwardBatch& b) const;
@@ -746,9 +747,18 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
   if (!opt.cuda_graphs || graphs_broken || B == 0 || B > kGraphMaxBatch) return false;
   if (c.num_heads / c.num_kv_heads > 16) return false;
   if (b.logit_rows.size() != size_t(B)) return false;
+  // Several rows of one sequence (a speculative verification: last token + drafts) run in the
+  // graph too: each row is a query at its own position over its sequence's block table, and every
+  // row's K/V is written before any row attends (keys past a row's position are masked by
+  // position), as in the eager path; by the contract the bits are the same either way.
+  // VERBATIM_GRAPH_MULTI_ROW=0 sends such steps down the eager path (to measure the difference).
+  static const bool multi_row = [] {
+    const char* e = std::getenv("VERBATIM_GRAPH_MULTI_ROW");
+    return !(e && std::string(e) == "0");
+  }();
   for (int i = 0; i < B; ++i) {
     if (b.logit_rows[size_t(i)] != i) return false;
-    if (i > 0 && b.token_seq[size_t(i)] == b.token_seq[size_t(i - 1)]) return false;  // one token per sequence
+    if (!multi_row && i > 0 && b.token_seq[size_t(i)] == b.token_seq[size_t(i - 1)]) return false;
   }
   // The bucket and part cap decide only how much padding the graph carries: padded rows and
   // empty work items never touch a real row (rows are independent in every kernel).
@@ -757,6 +767,15 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
   for (int v : kBuckets)
     if (v >= B) { bucket = v; break; }
   const int part = part_tokens(B);
+  // Contract, decode batches of >= VERBATIM_DECODE_FOLD_MIN_BATCH rows (opt-in, 0/unset: off):
+  // each row's tiles folded in one CTA (attention_fold_kernel) instead of per-tile parts and a
+  // merge. Same bits: the fold is the merge's arithmetic in the same order (cuda_ops_test
+  // AttentionMergeOfManyPartsIsTheFold); only the speed differs.
+  static const int fold_min = [] {
+    const char* e = std::getenv("VERBATIM_DECODE_FOLD_MIN_BATCH");
+    return e ? std::atoi(e) : 0;
+  }();
+  const bool fold = !opt.fast && fold_min > 0 && B >= fold_min;
   int parts = 1;
   for (int32_t p : b.positions) parts = std::max(parts, p / part + 1);
   int parts_cap = 1;
@@ -801,14 +820,19 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
     hi[o_sb + i] = nparts > 1 ? i * parts_cap : -1;
     hi[o_mt + i] = i;
     hi[o_mp + i] = nparts;
-    for (int q = 0; q < parts_cap; ++q) {
-      AttnItem it{i, q < nparts ? 1 : 0, q, off};
-      std::memcpy(hi + o_it + (size_t(i) * parts_cap + q) * 4, &it, sizeof it);
+    if (fold) {
+      const AttnItem it{i, real ? 1 : 0, -1, off};
+      std::memcpy(hi + o_it + size_t(i) * 4, &it, sizeof it);
+    } else {
+      for (int q = 0; q < parts_cap; ++q) {
+        AttnItem it{i, q < nparts ? 1 : 0, q, off};
+        std::memcpy(hi + o_it + (size_t(i) * parts_cap + q) * 4, &it, sizeof it);
+      }
     }
   }
   const size_t used = o_bt + bt_at;
   VB_CUDA(cudaMemcpyAsync(g_in, hg_in, used * 4, cudaMemcpyHostToDevice, stream));
-  const GraphKey key{bucket, parts_cap, part};
+  const GraphKey key{bucket, fold ? 0 : parts_cap, part};
   auto it = graphs.find(key);
   if (it == graphs.end()) {
     Step st;
@@ -822,9 +846,13 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
     st.mp = g_in + o_mp;
     st.items = reinterpret_cast<const AttnItem*>(g_in + o_it);
     cuda::AttnLaunch g;
-    g.small_end = bucket * parts_cap;  // one-warp per-part items, padded with empty ones
-    g.large_begin = g.large_end = g.fold_begin = g.fold_end = g.small_end;
-    g.merge_end = bucket;
+    if (fold) {
+      g.fold_end = bucket;  // whole-row items, padded with empty ones; no states, no merge
+    } else {
+      g.small_end = bucket * parts_cap;  // per-part items, padded with empty ones
+      g.large_begin = g.large_end = g.fold_begin = g.fold_end = g.small_end;
+      g.merge_end = bucket;
+    }
     st.launches = {g};
     st.part_tokens = part;
     cudaGraph_t graph = nullptr;
@@ -863,8 +891,11 @@ void CudaBackend::forward_logits(const ForwardBatch& b, float* out) {
   if (b.tokens.empty()) return;
   const int R = int(b.logit_rows.size());
   const size_t V = size_t(m.c.vocab_size);
+  // Tensor-parallel ranks other than 0 run the same steps (and collectives) but hand nothing back.
+  const bool hand_back = m.rank == 0;
   if (m.graph_step(b)) {  // decode step: the captured graph leaves every row's logits in m.logits
-    VB_CUDA(cudaMemcpyAsync(out, m.logits, size_t(R) * V * sizeof(float), cudaMemcpyDeviceToHost, m.stream));
+    if (hand_back)
+      VB_CUDA(cudaMemcpyAsync(out, m.logits, size_t(R) * V * sizeof(float), cudaMemcpyDeviceToHost, m.stream));
     VB_CUDA(cudaStreamSynchronize(m.stream));
     return;
   }
@@ -872,6 +903,7 @@ void CudaBackend::forward_logits(const ForwardBatch& b, float* out) {
   for (int r0 = 0; r0 < R; r0 += Impl::kLogitRows) {
     const int rn = std::min(Impl::kLogitRows, R - r0);
     m.logits_pass(b, r0, rn);
+    if (!hand_back) continue;
     // forward_logits is the one call that hands whole logit rows to the host.
     VB_CUDA(cudaMemcpyAsync(out + size_t(r0) * V, m.logits, size_t(rn) * V * sizeof(float), cudaMemcpyDeviceToHost,
                             m.stream));
