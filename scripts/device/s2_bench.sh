@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Session 2, final benchmark (run by the lead in the last device call): engine-level decode at
+# batch 1/8/32/64 (~1k context) and 2,048-token prefill for the Qwen3-0.6B, -1.7B and -8B shapes,
+# contract and fast, then the HF transformers peer (bench/hf_peer.py) in the same call, all under
+# BUDGET seconds. Every step checks the time left and is skipped (and says so) when it would not
+# fit; the 1.7B/8B make-model runs in the background from the start.
+# Files back in $OUT (2): s2_bench.json (every run merged + a summary per arch), s2_bench.log.
+# Env: BUDGET (s, default 540), ARCHS (default "qwen3-0.6b qwen3-1.7b qwen3-8b"), HF (1: run the
+# peer), STEPS (32), COMMIT (recorded in the JSON; default: git rev-parse HEAD if there is a .git).
+source "$(dirname "$0")/common.sh"
+BUDGET=${BUDGET:-540}
+read -r -a ARCH_LIST <<< "${ARCHS:-qwen3-0.6b qwen3-1.7b qwen3-8b}"
+HF=${HF:-1}
+STEPS=${STEPS:-32}
+COMMIT=${COMMIT:-$(git -C "$(dirname "$0")" rev-parse HEAD 2> /dev/null || echo unknown)}
+VB=${VB_BIN:-.carry/bin}/verbatim
+WORK=${WORK:-/tmp/s2b}
+mkdir -p "$WORK"
+LOG="$OUT/s2_bench.log"
+: > "$LOG"
+say() { echo "$*" | tee -a "$LOG"; }
+left() { echo $((BUDGET - SECONDS)); }
+# Rough cost (s) of each step per arch (H200 runs of 2026-11-29): skip what would not fit.
+cost_eb() { case $1 in qwen3-0.6b) echo 25 ;; qwen3-1.7b) echo 30 ;; *) echo 50 ;; esac; }
+cost_hf() { case $1 in qwen3-0.6b) echo 60 ;; qwen3-1.7b) echo 70 ;; *) echo 110 ;; esac; }
+say "gpu: $(gpu_facts 2> /dev/null || echo none)"
+say "commit: $COMMIT budget: $BUDGET s archs: ${ARCH_LIST[*]} hf: $HF"
+# make-model: 0.6B now (seconds), the others one after another in the background (niced); each
+# folder is marked done only once its make-model has returned.
+make_model qwen3-0.6b "$WORK/m-qwen3-0.6b" > /dev/null 2>&1 && touch "$WORK/m-qwen3-0.6b.done"
+( for a in "${ARCH_LIST[@]}"; do
+    [ -f "$WORK/m-$a.done" ] && continue
+    VB_BIN=$(dirname "$VB") nice -n 19 bash -c "set -o pipefail; $(declare -f make_model); make_model $a $WORK/m-$a" > "$WORK/make-$a.log" 2>&1 &&
+      [ -f "$WORK/m-$a/config.json" ] && touch "$WORK/m-$a.done"
+  done ) &
+MK=$!
+wait_model() {  # arch: waits for its folder while time allows
+  while [ ! -f "$WORK/m-$1.done" ]; do
+    kill -0 $MK 2> /dev/null || return 1
+    [ "$(left)" -lt "$(cost_eb "$1")" ] && return 1
+    sleep 2
+  done
+}
+eb() {  # arch mode
+  local need; need=$(cost_eb "$1")
+  if [ "$(left)" -lt "$need" ]; then say "skip $1 $2: $(left) s left, needs ~$need"; return; fi
+  local s=$SECONDS lim=$(( $(left) - 5 )); [ $lim -gt 240 ] && lim=240
+  timeout $lim "$VB" engine-bench --model "$WORK/m-$1" --device cuda --mode "$2" --batches 1,8,32,64 --context 1024 \
+    --steps "$STEPS" --prefill 2048 --json "$WORK/eb_$1_$2.json" 2>&1 | grep -E "decode|prefill [0-9]" | sed "s/^/$1 $2: /" |
+    tee -a "$LOG"
+  say "  ($1 $2: $((SECONDS - s)) s)"
+}
+hf() {  # arch
+  [ "$HF" = 1 ] || return 0
+  local need; need=$(cost_hf "$1")
+  if [ "$(left)" -lt "$need" ]; then say "skip HF $1: $(left) s left, needs ~$need"; return; fi
+  local s=$SECONDS lim=$(( $(left) - 5 )); [ $lim -gt 200 ] && lim=200
+  timeout $lim python3 bench/hf_peer.py --model "$WORK/m-$1" --batches 1,8,32,64 --context 1024 --steps 10 --prefill 2048 \
+    --out "$WORK/hf_$1.json" 2>&1 | grep -E "^HF" | sed "s/^/$1 /" | tee -a "$LOG"
+  say "  (HF $1: $((SECONDS - s)) s)"
+}
+# Ours first for every arch (contract, then fast), then the HF peer on the folders made.
+for a in "${ARCH_LIST[@]}"; do
+  if ! wait_model "$a"; then say "skip $a: no model folder ($(left) s left)"; continue; fi
+  eb "$a" contract
+  eb "$a" fast
+done
+for a in "${ARCH_LIST[@]}"; do [ -f "$WORK/m-$a.done" ] && hf "$a"; done
+kill $MK 2> /dev/null
+python3 "$(dirname "$0")/s2_bench_merge.py" "$OUT/s2_bench.json" "$WORK" "$COMMIT" "$BUDGET" "$(gpu_facts 2> /dev/null)" |
+  tee -a "$LOG"
+say "total $SECONDS s"
