@@ -299,8 +299,10 @@ TEST(CudaTpErrors, RefusesWhatCannotBeSplitOrRun) {
   const std::string three = msg([] { make("qwen3-tiny-untied", DType::BF16, 3); });
   EXPECT_NE(three.find("expected 1, 2, 4 or 8"), std::string::npos) << three;
   const int visible = cuda_device_count();
+  const std::string kv = msg([] { make("qwen3-tiny-untied", DType::BF16, 8); });  // 4 KV heads
+  EXPECT_NE(kv.find("num_key_value_heads 4 cannot be split"), std::string::npos) << kv;
   if (visible < 8) {
-    const std::string many = msg([] { make("qwen3-tiny-untied", DType::BF16, 8); });
+    const std::string many = msg([] { make("make:qwen3-0.6b", DType::BF16, 8); });
     EXPECT_NE(many.find("needs 8 GPUs"), std::string::npos) << many;
   }
   if (visible < 4) {

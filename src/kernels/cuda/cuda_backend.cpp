@@ -756,9 +756,11 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
     const char* e = std::getenv("VERBATIM_GRAPH_MULTI_ROW");
     return !(e && std::string(e) == "0");
   }();
+  // Tensor parallel: only one-row-per-sequence decode steps (the graphs validated on 2 GPUs, run 2
+  // of session 2: prefill-like multi-row steps after graphs failed there, cause not isolated).
   for (int i = 0; i < B; ++i) {
     if (b.logit_rows[size_t(i)] != i) return false;
-    if (!multi_row && i > 0 && b.token_seq[size_t(i)] == b.token_seq[size_t(i - 1)]) return false;
+    if ((!multi_row || tp > 1) && i > 0 && b.token_seq[size_t(i)] == b.token_seq[size_t(i - 1)]) return false;
   }
   // The bucket and part cap decide only how much padding the graph carries: padded rows and
   // empty work items never touch a real row (rows are independent in every kernel).
@@ -865,6 +867,18 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
       cudaStreamEndCapture(stream, &graph);
       if (graph) cudaGraphDestroy(graph);
       cudaGetLastError();
+      // Tensor parallel: a rank falling back alone would issue other collectives than its peers
+      // (sizes by T instead of the bucket): fail the step loudly instead.
+      if (tp > 1) {
+        std::string why = "unknown error";
+        try {
+          throw;
+        } catch (const std::exception& e) {
+          why = e.what();
+        } catch (...) {
+        }
+        throw Error("tensor parallel rank " + std::to_string(rank) + ": CUDA graph capture failed: " + why);
+      }
       graphs_broken = true;  // e.g. a library that cannot be captured: run eagerly from now on
       return false;
     }

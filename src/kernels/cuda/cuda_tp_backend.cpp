@@ -12,12 +12,12 @@ namespace verbatim {
 
 CudaTpBackend::CudaTpBackend(const std::string& model_dir, DType dtype, CudaOptions options) {
   const int N = options.tensor_parallel_size;
+  // Shape checks before NCCL or any upload: the size, heads, KV heads, segments, vocabulary.
+  cuda::check_tp_plan(ModelConfig::load(model_dir), N, model_dir + "/config.json");
   const int visible = cuda_device_count();
   if (options.device < 0 || options.device + N > visible)
     throw Error("--tensor-parallel-size " + std::to_string(N) + " from cuda:" + std::to_string(options.device) +
                 " needs " + std::to_string(options.device + N) + " GPUs; " + std::to_string(visible) + " visible");
-  // Shape checks before NCCL or any upload: heads, KV heads, segments, vocabulary.
-  cuda::check_tp_plan(ModelConfig::load(model_dir), N, model_dir + "/config.json");
   std::vector<int> devices;
   for (int r = 0; r < N; ++r) devices.push_back(options.device + r);
   nccl_version_ = cuda::nccl_version();
@@ -47,7 +47,8 @@ CudaTpBackend::~CudaTpBackend() {
   start_cv_.notify_all();
   for (std::thread& t : threads_) t.join();
   ranks_.clear();  // before the communicators their graphs captured
-  for (cuda::NcclComm c : comms_) broken_ ? cuda::nccl_abort(c) : cuda::nccl_destroy(c);
+  if (!aborted_.exchange(true))
+    for (cuda::NcclComm c : comms_) cuda::nccl_destroy(c);
 }
 
 void CudaTpBackend::worker(int r) {
@@ -67,8 +68,10 @@ void CudaTpBackend::worker(int r) {
     } catch (...) {
       err = std::current_exception();
       // Peers may be blocked in a collective this rank will never join: abort every communicator
-      // so their waits end in an error instead of a hang (the backend is unusable afterwards).
-      for (cuda::NcclComm c : comms_) cuda::nccl_abort(c);
+      // (once, whichever rank fails first) so their waits end in an error instead of a hang; the
+      // backend is unusable afterwards.
+      if (!aborted_.exchange(true))
+        for (cuda::NcclComm c : comms_) cuda::nccl_abort(c);
     }
     std::lock_guard<std::mutex> lk(mu_);
     if (err) {

@@ -6,6 +6,7 @@
 // step ends when every thread is done (a barrier). One thread per GPU rather than one thread
 // driving all GPUs: each rank's step is the one-GPU code path, and NCCL needs no group calls.
 // Numerics (docs/tensor-parallel.md): the bits of one GPU at every N (tests/cuda_tp_test).
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -59,6 +60,7 @@ class CudaTpBackend : public Backend {
   uint64_t generation_ = 0;
   int pending_ = 0;
   bool stop_ = false, broken_ = false;
+  std::atomic<bool> aborted_{false};  // the communicators were aborted (after a failure) or destroyed
   std::vector<std::exception_ptr> errors_;
 };
 

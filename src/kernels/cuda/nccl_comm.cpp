@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -67,6 +68,11 @@ void check(Result r, const char* what) {
 }  // namespace
 
 std::vector<NcclComm> nccl_init_all(const std::vector<int>& devices) {
+  // No user-buffer registration (unless asked for in the environment): NCCL moves the bytes
+  // through its own buffers, eager and in captured graphs alike, whatever our buffers' history
+  // (they are freed and reallocated when the activation capacity grows). A copy either way.
+  setenv("NCCL_GRAPH_REGISTER", "0", 0);
+  setenv("NCCL_LOCAL_REGISTER", "0", 0);
   std::vector<NcclComm> comms(devices.size(), nullptr);
   check(nccl().comm_init_all(comms.data(), int(devices.size()), devices.data()), "ncclCommInitAll");
   return comms;
