@@ -13,6 +13,7 @@
 // The rows of one CTA are (query token, head of the kv group) pairs of one sequence; rows never
 // interact in an MMA, and a row skips tiles past its own position, so a row's result depends on
 // its q and on K/V at positions 0..pos only: not on which other rows share the CTA.
+#include <atomic>
 #include <algorithm>
 #include <string>
 
@@ -541,13 +542,18 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
 }
 
 void attention_prepare() {
-  static bool done = false;
-  if (done) return;
+  // Once per device: a function attribute is set in the current device's context only (tensor
+  // parallelism runs one rank per device, each on its own thread).
+  static std::atomic<uint64_t> done{0};
+  int dev = 0;
+  VB_CUDA(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t(1) << (dev & 63);
+  if (done.load(std::memory_order_acquire) & bit) return;
   for (auto* f : {&prepare_hd<bf16, 16>, &prepare_hd<bf16, 32>, &prepare_hd<bf16, 64>, &prepare_hd<bf16, 128>,
                   &prepare_hd<bf16, 256>, &prepare_hd<f16, 16>, &prepare_hd<f16, 32>, &prepare_hd<f16, 64>,
                   &prepare_hd<f16, 128>, &prepare_hd<f16, 256>})
     (*f)();
-  done = true;
+  done.fetch_or(bit, std::memory_order_acq_rel);
 }
 
 void attention(const AttnArgs& a, const AttnLaunch& g, DType t, cudaStream_t stream) {
