@@ -408,6 +408,131 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
   EXPECT_EQ(to_host<uint16_t>(m1, size_t(T) * I), to_host<uint16_t>(m2, size_t(T) * I));
 }
 
+// ---- Block-per-row norms and the partial consumers (the decode glue): the reference's bits for
+// every row width (vector and scalar paths), every split count, and every row count.
+
+// The consumer's order of adding split-K partials (fused.cu sum_partials): segment 0, 1, 2, ...
+// then one rounding. p: [split, M, N].
+float partial_sum(const std::vector<float>& p, int split, int64_t seg, int64_t at, DType t) {
+  float v = p[size_t(at)];
+  for (int s = 1; s < split; ++s) v = v + p[size_t(int64_t(s) * seg + at)];
+  return round_to(t, v);
+}
+std::vector<float> random_floats(size_t n, float scale, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = nd(rng);
+  return v;
+}
+
+TEST_P(CudaOps, RmsNormWideAndOddRowsAreTheCpuReferenceBitForBit) {
+  for (int D : {4096, 1002, 6, 5120}) {
+    for (int T : {1, 5}) {
+      Values x = random_values(size_t(T) * D, t(), 2.0f, uint32_t(40 + D + T)), w = random_values(D, t(), 1.0f, 41);
+      std::vector<float> want(size_t(T) * D);
+      cpu::rmsnorm(x.f.data(), T, D, weight_ref(w, t(), 1, D), 1e-6f, t(), want.data());
+      DevBuf dx = to_device(x.raw), dw = to_device(w.f), dy(size_t(T) * D * 2);
+      cuda::rmsnorm(dx.p, {}, T, D, dw.as<float>(), 1e-6f, t(), dy.p, {}, nullptr);
+      ASSERT_EQ(to_floats(to_host<uint16_t>(dy, want.size()), t()), want) << "D " << D << " rows " << T;
+    }
+  }
+}
+
+TEST_P(CudaOps, AddRmsNormFromPartialsIsTheCpuReferenceForEverySplitAndRowCount) {
+  // D 1024 / 4096: the 0.6B / 8B hidden sizes (vector path); 1002: the scalar path.
+  for (int D : {1024, 4096, 1002}) {
+    for (int split : {1, 2, 4, 8}) {
+      const int Tmax = 33;
+      const std::vector<float> parts = random_floats(size_t(split) * Tmax * D, 0.7f, uint32_t(50 + D + split));
+      Values h = random_values(size_t(Tmax) * D, t(), 3.0f, uint32_t(60 + D)), w = random_values(D, t(), 1.0f, 61);
+      DevBuf dw = to_device(w.f);
+      std::vector<uint16_t> first_rows;  // rows of the T = 1 launch
+      for (int T : {1, 2, 17, 33}) {
+        // The partials of T rows: [split, T, D] (the first T rows of each segment).
+        std::vector<float> p(size_t(split) * T * D);
+        for (int s = 0; s < split; ++s)
+          std::copy_n(&parts[size_t(s) * Tmax * D], size_t(T) * D, &p[size_t(s) * T * D]);
+        std::vector<float> hh(h.f.begin(), h.f.begin() + long(T) * D), dsum(size_t(T) * D);
+        for (int64_t i = 0; i < int64_t(T) * D; ++i) dsum[size_t(i)] = partial_sum(p, split, int64_t(T) * D, i, t());
+        cpu::add_inplace(hh.data(), dsum.data(), int64_t(T) * D, t());
+        std::vector<float> want(size_t(T) * D);
+        cpu::rmsnorm(hh.data(), T, D, weight_ref(w, t(), 1, D), 1e-6f, t(), want.data());
+        DevBuf dh = to_device(std::vector<uint16_t>(h.raw.begin(), h.raw.begin() + long(T) * D)),
+               dp = to_device(p), dy(size_t(T) * D * 2);
+        cuda::GemmResult r;
+        r.partials = dp.as<float>();
+        r.split = split;
+        r.M = T;
+        r.N = D;
+        cuda::add_rmsnorm_from(dh.p, r, T, D, dw.as<float>(), 1e-6f, t(), dy.p, nullptr);
+        const auto got_y = to_host<uint16_t>(dy, size_t(T) * D);
+        ASSERT_EQ(to_floats(to_host<uint16_t>(dh, hh.size()), t()), hh) << "D " << D << " split " << split << " T " << T;
+        ASSERT_EQ(to_floats(got_y, t()), want) << "D " << D << " split " << split << " T " << T;
+        if (T == 1) first_rows = got_y;
+        ASSERT_TRUE(std::equal(first_rows.begin(), first_rows.end(), got_y.begin())) << "row 0 changed with T " << T;
+      }
+      if (split == 1) {  // the rounded-y input (no partials) gives the same bits
+        const int T = 3;
+        std::vector<uint16_t> yin(size_t(T) * D);
+        std::vector<float> dsum(size_t(T) * D), hh(h.f.begin(), h.f.begin() + long(T) * D);
+        for (size_t i = 0; i < yin.size(); ++i) {
+          dsum[i] = round_to(t(), parts[i]);
+          yin[i] = t() == DType::BF16 ? f32_to_bf16(dsum[i]) : f32_to_f16(dsum[i]);
+        }
+        cpu::add_inplace(hh.data(), dsum.data(), int64_t(T) * D, t());
+        std::vector<float> want(size_t(T) * D);
+        cpu::rmsnorm(hh.data(), T, D, weight_ref(w, t(), 1, D), 1e-6f, t(), want.data());
+        DevBuf dh = to_device(std::vector<uint16_t>(h.raw.begin(), h.raw.begin() + long(T) * D)), dyin = to_device(yin),
+               dy(size_t(T) * D * 2);
+        cuda::GemmResult r;
+        r.y = dyin.p;
+        r.ld = D;
+        r.M = T;
+        r.N = D;
+        cuda::add_rmsnorm_from(dh.p, r, T, D, dw.as<float>(), 1e-6f, t(), dy.p, nullptr);
+        ASSERT_EQ(to_floats(to_host<uint16_t>(dy, want.size()), t()), want) << "D " << D << " from y";
+      }
+    }
+  }
+  // Control: the partials added in another order (last segment first) give other fp32 sums, so
+  // an order change is visible wherever it survives the rounding to the activation dtype.
+  const int D = 1024, T = 4, split = 8;
+  std::vector<float> p = random_floats(size_t(split) * T * D, 1.0f, 70);
+  int differ = 0;
+  for (int64_t i = 0; i < int64_t(T) * D; ++i) {
+    float a = p[size_t(i)], b = p[size_t(int64_t(split - 1) * T * D + i)];
+    for (int s = 1; s < split; ++s) a = a + p[size_t(int64_t(s) * T * D + i)];
+    for (int s = split - 2; s >= 0; --s) b = b + p[size_t(int64_t(s) * T * D + i)];
+    differ += a != b;
+  }
+  EXPECT_GT(differ, 0);
+}
+
+TEST_P(CudaOps, SiluMulFromPartialsIsTheCpuReference) {
+  for (int D : {768, 3072, 770}) {
+    for (int split : {1, 4}) {
+      const int T = 9;
+      const std::vector<float> p = random_floats(size_t(split) * T * 2 * D, 1.5f, uint32_t(80 + D + split));
+      std::vector<float> g(size_t(T) * D), u(size_t(T) * D), want(size_t(T) * D);
+      for (int r = 0; r < T; ++r)
+        for (int i = 0; i < D; ++i) {
+          g[size_t(r) * D + i] = partial_sum(p, split, int64_t(T) * 2 * D, int64_t(r) * 2 * D + i, t());
+          u[size_t(r) * D + i] = partial_sum(p, split, int64_t(T) * 2 * D, int64_t(r) * 2 * D + D + i, t());
+        }
+      cpu::silu_mul(g.data(), u.data(), T, D, t(), want.data());
+      DevBuf dp = to_device(p), dout(size_t(T) * D * 2);
+      cuda::GemmResult r;
+      r.partials = dp.as<float>();
+      r.split = split;
+      r.M = T;
+      r.N = 2 * D;
+      cuda::silu_mul_from(r, T, D, t(), dout.p, nullptr);
+      ASSERT_EQ(to_floats(to_host<uint16_t>(dout, want.size()), t()), want) << "D " << D << " split " << split;
+    }
+  }
+}
+
 // ---- Attention over a paged cache.
 
 struct AttnFixture {
@@ -455,7 +580,10 @@ struct AttnFixture {
   // Runs one batch (tokens listed in order; a sequence's tokens contiguous) on the GPU.
   // Runs one batch (tokens listed in order; a sequence's tokens contiguous) on the GPU. The
   // contract's layout: parts of one tile, query tiles of more than 16 rows folded in one CTA.
-  std::map<Key, std::vector<uint16_t>> gpu(const std::vector<Key>& batch, int part_tokens = 64) const {
+  // fold_rows: every token is its own whole-row item (attention_fold_kernel), as the graph's
+  // decode step lays them out with VERBATIM_DECODE_FOLD_MIN_BATCH.
+  std::map<Key, std::vector<uint16_t>> gpu(const std::vector<Key>& batch, int part_tokens = 64,
+                                           bool fold_rows = false) const {
     const int T = int(batch.size());
     std::vector<int32_t> pos(T), seq(T), bt_flat, bt_off(lens.size());
     for (size_t s = 0; s < lens.size(); ++s) {
@@ -474,6 +602,14 @@ struct AttnFixture {
     cuda::AttnPlan plan =
         cuda::plan_attention(pos.data(), seq.data(), bt_off.data(), T, heads / kv_heads, part_tokens, max_states,
                              part_tokens == 64);
+    if (fold_rows) {
+      plan = cuda::AttnPlan{};
+      plan.state_base.assign(size_t(T), -1);
+      for (int i = 0; i < T; ++i) plan.items.push_back(cuda::AttnItem{i, 1, -1, bt_off[size_t(seq[size_t(i)])]});
+      cuda::AttnLaunch g;
+      g.fold_end = T;
+      plan.launches = {g};
+    }
     std::vector<int32_t> items_raw(plan.items.size() * 4);
     std::memcpy(items_raw.data(), plan.items.data(), items_raw.size() * 4);
     DevBuf dq = to_device(qh), dpos = to_device(pos), dbt = to_device(bt_flat), dsb = to_device(plan.state_base),
@@ -582,6 +718,31 @@ TEST_P(CudaOps, AttentionRowBitsIndependentOfBatchAndChunking) {
   for (const auto& [k, v] : other)
     if (k.second < 64) differ_first += v != ref.at(k);
   EXPECT_EQ(differ_first, 0);
+}
+
+TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
+  // 1,100 positions: 18 parts of 64, past the merge's 16-part load-ahead window. Decode rows alone
+  // (per-part kernel + merge) must give the prefill rows' bits (parts folded in the CTA).
+  // The one- and four-warp per-part kernels (picked by CTA count) must both give these bits.
+  AttnFixture f(t(), 4, 2, 128, {1100, 900});
+  const auto ref = f.gpu(all_tokens(f));
+  for (int warps : {1, 4, 0}) {
+    cuda::set_attention_small_item_warps(warps);
+    for (int p : {64, 1023, 1024, 1025, 1087, 1088, 1099}) {
+      const auto got = f.gpu({{0, p}});
+      ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", small-item warps " << warps;
+    }
+    // A decode step of both sequences, each with many parts.
+    const auto both = f.gpu({{0, 1099}, {1, 899}});
+    EXPECT_EQ(both.at({0, 1099}), ref.at({0, 1099})) << "small-item warps " << warps;
+    EXPECT_EQ(both.at({1, 899}), ref.at({1, 899})) << "small-item warps " << warps;
+  }
+  cuda::set_attention_small_item_warps(0);
+  // Decode rows as whole-row items folded in one CTA each (the graph's fold layout).
+  const auto folded = f.gpu({{0, 64}, {0, 1099}, {1, 0}, {1, 899}}, 64, true);
+  for (const auto& [k, v] : folded) EXPECT_EQ(v, ref.at(k)) << "folded decode row, pos " << k.second;
+  // Control: another query position reads other keys, so its output differs.
+  EXPECT_NE(ref.at({0, 1099}), ref.at({0, 1098}));
 }
 
 // ---- Sampler
@@ -695,6 +856,43 @@ TEST(CudaSampler, FollowsTheCpuSamplerAndIsRowInvariant) {
   int changed = 0;
   for (int i = 0; i < R; ++i) changed += other.out[size_t(i)].token != all.out[size_t(i)].token;
   EXPECT_GT(changed, 0);
+}
+
+TEST(CudaSampler, FullVocabStatsFollowTheCpuAndIgnoreTheBatch) {
+  VB_REQUIRE_GPU();
+  // Qwen3's vocabulary: 8 chunks of 18,992 ids. Row 0: the max tied across a chunk boundary;
+  // row 1: the max banned; row 2: the max in the last chunk; row 3: scored token.
+  const int V = 151936, R = 5;
+  std::mt19937 rng(91);
+  std::normal_distribution<float> nd(0.0f, 4.0f);
+  std::vector<float> logits(size_t(R) * V);
+  for (float& x : logits) x = nd(rng);
+  logits[18991] = logits[18992] = 40.0f;  // tie straddling chunks 0 and 1: id 18991 wins
+  logits[size_t(V) + 77777] = 50.0f;
+  logits[size_t(V) + 140000] = 45.0f;
+  logits[size_t(2) * V + size_t(V - 1)] = 33.0f;
+  std::vector<SampleSpec> specs(static_cast<size_t>(R));
+  for (int i = 0; i < R; ++i) {
+    specs[size_t(i)].temperature = 0;
+    specs[size_t(i)].want_logprob = true;
+    specs[size_t(i)].position = i;
+  }
+  specs[1].banned = {77777};
+  specs[3].score_token = 4242;
+  const SamplerRun all = gpu_sample(logits, V, specs);
+  EXPECT_EQ(all.out[0].token, 18991);
+  EXPECT_EQ(all.out[1].token, 140000);
+  EXPECT_EQ(all.out[2].token, V - 1);
+  EXPECT_EQ(all.out[3].token, 4242);
+  for (int i = 0; i < R; ++i) {
+    const SampleResult want = sample_row(&logits[size_t(i) * V], V, specs[size_t(i)]);
+    EXPECT_EQ(all.out[size_t(i)].token, want.token) << "row " << i;
+    EXPECT_NEAR(all.out[size_t(i)].logprob, want.logprob, 3e-4) << "row " << i;  // 151,936 terms summed
+    const SamplerRun one = gpu_sample(std::vector<float>(logits.begin() + long(i) * V, logits.begin() + long(i + 1) * V),
+                                      V, {specs[size_t(i)]});
+    EXPECT_EQ(one.out[0].token, all.out[size_t(i)].token) << "row " << i;
+    EXPECT_EQ(f32_bits(one.out[0].logprob), f32_bits(all.out[size_t(i)].logprob)) << "row " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::BF16, DType::F16),

@@ -4,13 +4,18 @@
 # contract and fast, then the HF transformers peer (bench/hf_peer.py) in the same call, all under
 # BUDGET seconds. Every step checks the time left and is skipped (and says so) when it would not
 # fit; the 1.7B/8B make-model runs in the background from the start.
-# Files back in $OUT (2): s2_bench.json (every run merged + a summary per arch), s2_bench.log.
+# With TESTS=1 (default) the carried cuda_ops_test runs first (~10 s) and cuda_model_test runs on
+# the second GPU in the background (~60 s; only where a second GPU exists), so the benchmarked
+# binaries are also the tested ones.
+# Files back in $OUT (<= 4): s2_bench.json (every run merged + a summary per arch), s2_bench.log,
+# cuda_ops_test.log, cuda_model_test.log.
 # Env: BUDGET (s, default 540), ARCHS (default "qwen3-0.6b qwen3-1.7b qwen3-8b"), HF (1: run the
-# peer), STEPS (32), COMMIT (recorded in the JSON; default: git rev-parse HEAD if there is a .git).
+# peer), TESTS (1), STEPS (32), COMMIT (recorded in the JSON; default: git rev-parse HEAD if any).
 source "$(dirname "$0")/common.sh"
 BUDGET=${BUDGET:-540}
 read -r -a ARCH_LIST <<< "${ARCHS:-qwen3-0.6b qwen3-1.7b qwen3-8b}"
 HF=${HF:-1}
+TESTS=${TESTS:-1}
 STEPS=${STEPS:-32}
 COMMIT=${COMMIT:-$(git -C "$(dirname "$0")" rev-parse HEAD 2> /dev/null || echo unknown)}
 VB=${VB_BIN:-.carry/bin}/verbatim
@@ -24,7 +29,25 @@ left() { echo $((BUDGET - SECONDS)); }
 cost_eb() { case $1 in qwen3-0.6b) echo 25 ;; qwen3-1.7b) echo 30 ;; *) echo 50 ;; esac; }
 cost_hf() { case $1 in qwen3-0.6b) echo 60 ;; qwen3-1.7b) echo 70 ;; *) echo 110 ;; esac; }
 say "gpu: $(gpu_facts 2> /dev/null || echo none)"
-say "commit: $COMMIT budget: $BUDGET s archs: ${ARCH_LIST[*]} hf: $HF"
+say "commit: $COMMIT budget: $BUDGET s archs: ${ARCH_LIST[*]} hf: $HF tests: $TESTS"
+BIN=$(dirname "$VB")
+MT=
+if [ "$TESTS" = 1 ]; then
+  if [ "$(nvidia-smi -L 2> /dev/null | wc -l)" -ge 2 ]; then
+    ( export CUDA_VISIBLE_DEVICES=1
+      timeout $((BUDGET - 20)) "$BIN/cuda_model_test" > "$OUT/cuda_model_test.log" 2>&1
+      echo "cuda_model_test (GPU 1) rc=$? at $SECONDS s" > "$WORK/model_test.rc" ) &
+    MT=$!
+  else
+    say "cuda_model_test: skipped (one GPU; run it on its own)"
+  fi
+fi
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+if [ "$TESTS" = 1 ]; then
+  s=$SECONDS
+  timeout 60 "$BIN/cuda_ops_test" > "$OUT/cuda_ops_test.log" 2>&1
+  say "cuda_ops_test rc=$? ($((SECONDS - s)) s): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/cuda_ops_test.log" | tr '\n' ' ')"
+fi
 # make-model: 0.6B now (seconds), the others one after another in the background (niced); each
 # folder is marked done only once its make-model has returned.
 make_model qwen3-0.6b "$WORK/m-qwen3-0.6b" > /dev/null 2>&1 && touch "$WORK/m-qwen3-0.6b.done"
@@ -67,6 +90,11 @@ for a in "${ARCH_LIST[@]}"; do
 done
 for a in "${ARCH_LIST[@]}"; do [ -f "$WORK/m-$a.done" ] && hf "$a"; done
 kill $MK 2> /dev/null
+if [ -n "$MT" ]; then
+  while kill -0 $MT 2> /dev/null && [ "$(left)" -gt 5 ]; do sleep 2; done
+  say "$(cat "$WORK/model_test.rc" 2> /dev/null || echo 'cuda_model_test still running at the end of the budget')"
+  say "  $(grep -E '^\[  (PASSED|FAILED) |^\[  FAILED' "$OUT/cuda_model_test.log" | head -8 | tr '\n' ' ')"
+fi
 python3 "$(dirname "$0")/s2_bench_merge.py" "$OUT/s2_bench.json" "$WORK" "$COMMIT" "$BUDGET" "$(gpu_facts 2> /dev/null)" |
   tee -a "$LOG"
 say "total $SECONDS s"

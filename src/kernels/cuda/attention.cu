@@ -361,9 +361,12 @@ __global__ void __launch_bounds__(kThreads) attention_fold_kernel(AttnArgs a, in
 }
 
 // One warp per (multi-part token, head): fold the part states in part order, then out = acc / l.
+// The states of kMergeAhead parts are loaded before they are folded (independent loads in
+// flight instead of one memory round trip per part); the fold itself is unchanged and in order.
 template <typename T, int HD>
 __global__ void merge_kernel(AttnArgs a, const int32_t* __restrict__ tokens, const int32_t* __restrict__ num_parts,
                              int count) {
+  constexpr int kMergeAhead = HD >= 256 ? 8 : 16;
   const int w = blockIdx.x * 4 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (w >= count * a.heads) return;
@@ -378,13 +381,28 @@ __global__ void merge_kernel(AttnArgs a, const int32_t* __restrict__ tokens, con
   float acc[kPer];
 #pragma unroll
   for (int c = 0; c < kPer; ++c) acc[c] = (lane + 32 * c < HD) ? st[4 + lane + 32 * c] : 0.0f;
-  for (int p = 1; p < parts; ++p) {
-    const float* sp = st + p * stride;
-    float fa, fb;
-    fold_scalars(m, l, sp[0], sp[1], fa, fb);  // the fold kernel's arithmetic, in the same order
+  for (int p0 = 1; p0 < parts; p0 += kMergeAhead) {
+    float pm[kMergeAhead], pl[kMergeAhead], pa[kMergeAhead][kPer];
 #pragma unroll
-    for (int c = 0; c < kPer; ++c)
-      if (lane + 32 * c < HD) acc[c] = fadd(fmul(acc[c], fa), fmul(sp[4 + lane + 32 * c], fb));
+    for (int j = 0; j < kMergeAhead; ++j) {
+      if (p0 + j < parts) {
+        const float* sp = st + (p0 + j) * stride;
+        pm[j] = sp[0];
+        pl[j] = sp[1];
+#pragma unroll
+        for (int c = 0; c < kPer; ++c) pa[j][c] = (lane + 32 * c < HD) ? sp[4 + lane + 32 * c] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kMergeAhead; ++j) {
+      if (p0 + j < parts) {
+        float fa, fb;
+        fold_scalars(m, l, pm[j], pl[j], fa, fb);  // the fold kernel's arithmetic, in the same order
+#pragma unroll
+        for (int c = 0; c < kPer; ++c)
+          if (lane + 32 * c < HD) acc[c] = fadd(fmul(acc[c], fa), fmul(pa[j][c], fb));
+      }
+    }
   }
   T* o = static_cast<T*>(a.out) + (int64_t(token) * a.heads + head) * HD;
 #pragma unroll
@@ -420,12 +438,41 @@ void prepare_hd() {
                                int(2 * stage_bytes<T, HD>())));
 }
 
+// Warps of the per-part kernel for items of <= 16 rows: 0 = by CTA count, 1 or 4 = forced (tests).
+std::atomic<int> g_small_warps{0};
+// SMs of the current device, read once per device by attention_prepare (before graph capture).
+std::atomic<int> g_sm_count[64];
+int sm_count() {
+  int dev = 0;
+  VB_CUDA(cudaGetDevice(&dev));
+  int n = g_sm_count[dev & 63].load(std::memory_order_relaxed);
+  if (n == 0) {
+    VB_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    g_sm_count[dev & 63].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
 template <typename T, int HD>
 void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t stream) {
   const size_t stages = a.part_tokens > kTile ? 2 : 1;
   if (g.small_end > g.small_begin) {
-    attention_part_kernel<T, HD, 1><<<dim3(g.small_end - g.small_begin, a.kv_heads), 32, stages * stage_bytes<T, HD>(),
-                                      stream>>>(a, g.small_begin);
+    // Items of <= 16 rows: the one-warp kernel, or the four-warp kernel for parts of several
+    // tiles (each CTA streams them) or when its CTAs fit the GPU at 2 per SM (its registers allow
+    // no more). In the four-warp kernel warp 0 holds every row (the others have none, and rows
+    // never interact), so the arithmetic is the one-warp kernel's; four warps only issue the tile
+    // loads sooner. tests/cuda_ops_test (AttentionMergeOfManyPartsIsTheFold) checks both give
+    // the same bits. H200, s2 call 2 (0.6B, 1k context): one-tile parts at batch 64 (8,704 CTAs)
+    // 6.5 ms/step with one warp vs 9.3 with four; 1,024-token parts (fast mode) the reverse.
+    const int ctas = (g.small_end - g.small_begin) * a.kv_heads;
+    const int forced = g_small_warps.load(std::memory_order_relaxed);
+    const bool four = forced == 4 || (forced == 0 && (a.part_tokens > kTile || ctas <= 2 * sm_count()));
+    if (four)
+      attention_part_kernel<T, HD, 4><<<dim3(g.small_end - g.small_begin, a.kv_heads), kThreads,
+                                        stages * stage_bytes<T, HD>(), stream>>>(a, g.small_begin);
+    else
+      attention_part_kernel<T, HD, 1><<<dim3(g.small_end - g.small_begin, a.kv_heads), 32,
+                                        stages * stage_bytes<T, HD>(), stream>>>(a, g.small_begin);
     VB_CUDA_LAUNCHED();
   }
   if (g.large_end > g.large_begin) {
@@ -553,7 +600,13 @@ void attention_prepare() {
                   &prepare_hd<bf16, 256>, &prepare_hd<f16, 16>, &prepare_hd<f16, 32>, &prepare_hd<f16, 64>,
                   &prepare_hd<f16, 128>, &prepare_hd<f16, 256>})
     (*f)();
+  (void)sm_count();
   done.fetch_or(bit, std::memory_order_acq_rel);
+}
+
+void set_attention_small_item_warps(int warps) {
+  if (warps != 0 && warps != 1 && warps != 4) throw Error("cuda attention: small-item warps must be 0, 1 or 4");
+  g_small_warps.store(warps, std::memory_order_relaxed);
 }
 
 void attention(const AttnArgs& a, const AttnLaunch& g, DType t, cudaStream_t stream) {

@@ -1,26 +1,64 @@
 // Fused per-layer glue (fused.h): the unfused kernels' arithmetic, in fewer launches.
-#include "kernels/cuda/common.cuh"
+#include <string>
+
 #include "kernels/cuda/fused.h"
+#include "kernels/cuda/rownorm.cuh"
 
 namespace verbatim::cuda {
 namespace {
 
+// The consumer's fixed order of adding the split-K partials of one element (p: segment 0's value,
+// seg: elements between segments): segment 0, then 1, 2, ... in order (gemm_reduce_kernel's
+// arithmetic); the caller rounds once. Every fused consumer adds partials through these two
+// functions only, for any split count (the row-parallel o_proj / down_proj use the same order).
+__device__ __forceinline__ float sum_partials(const float* __restrict__ p, int64_t seg, int split) {
+  float v = p[0];
+#pragma unroll 8
+  for (int s = 1; s < split; ++s) v = fadd(v, p[int64_t(s) * seg]);
+  return v;
+}
+// The same for 4 consecutive elements (one 16-byte load per segment; each lane is sum_partials).
+__device__ __forceinline__ float4 sum_partials4(const float* __restrict__ p, int64_t seg, int split) {
+  float4 v = *reinterpret_cast<const float4*>(p);
+#pragma unroll 8
+  for (int s = 1; s < split; ++s) {
+    const float4 q = *reinterpret_cast<const float4*>(p + int64_t(s) * seg);
+    v.x = fadd(v.x, q.x);
+    v.y = fadd(v.y, q.y);
+    v.z = fadd(v.z, q.z);
+    v.w = fadd(v.w, q.w);
+  }
+  return v;
+}
+
 // Element (row, col) of a GEMM output: the rounded value, or the split-K partials summed in
-// segment order from partial[0] (gemm_reduce_kernel's arithmetic) and rounded.
+// the fixed order above and rounded.
 template <typename T>
 __device__ __forceinline__ float gemm_value(const GemmResult& g, int64_t row, int64_t col) {
   if (!g.partials) return to_f(static_cast<const T*>(g.y)[row * g.ld + col]);
-  const int64_t total = int64_t(g.M) * g.N;
-  float v = g.partials[row * g.N + col];
-  for (int s = 1; s < g.split; ++s) v = fadd(v, g.partials[int64_t(s) * total + row * g.N + col]);
-  return round_as<T>(v);
+  return round_as<T>(sum_partials(g.partials + row * g.N + col, int64_t(g.M) * g.N, g.split));
+}
+// Elements (row, col..col+3), each exactly gemm_value. Needs col % 4 == 0 and 16-byte aligned
+// partials rows (N % 4 == 0) or 8-byte aligned y rows (ld % 4 == 0): gemm_vec4_ok checks.
+template <typename T>
+__device__ __forceinline__ float4 gemm_value4(const GemmResult& g, int64_t row, int64_t col) {
+  if (!g.partials) {
+    const uint2 v = *reinterpret_cast<const uint2*>(static_cast<const T*>(g.y) + row * g.ld + col);
+    return make_float4(lo_f<T>(v.x), hi_f<T>(v.x), lo_f<T>(v.y), hi_f<T>(v.y));
+  }
+  const float4 v = sum_partials4(g.partials + row * g.N + col, int64_t(g.M) * g.N, g.split);
+  return make_float4(round_as<T>(v.x), round_as<T>(v.y), round_as<T>(v.z), round_as<T>(v.w));
+}
+bool aligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; }
+bool gemm_vec4_ok(const GemmResult& g) {
+  return g.partials ? (g.N % 4 == 0 && aligned(g.partials, 16)) : (g.ld % 4 == 0 && aligned(g.y, 8));
 }
 
-constexpr int kWarps = 4;
+constexpr int kWarps = 2;  // (token, head) warps per qkv_post block: more blocks in flight at decode
 
 template <typename T>
-__global__ void qkv_post_kernel(QkvPost p, int T_) {
-  extern __shared__ float rows_smem[];
+__global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
+  extern __shared__ __align__(16) float rows_smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int heads_all = p.nh + 2 * p.nkv;
   const int64_t w = int64_t(blockIdx.x) * kWarps + warp;
@@ -29,14 +67,19 @@ __global__ void qkv_post_kernel(QkvPost p, int T_) {
   const int hh = int(w % heads_all);
   const int hd = p.hd, half = hd / 2;
   float* row = rows_smem + warp * hd;
-  for (int k = lane; k < hd; k += 32) row[k] = gemm_value<T>(p.in, t, int64_t(hh) * hd + k);
+  if (vec) {
+    for (int k = 4 * lane; k < hd; k += 128)
+      *reinterpret_cast<float4*>(row + k) = gemm_value4<T>(p.in, t, int64_t(hh) * hd + k);
+  } else {
+    for (int k = lane; k < hd; k += 32) row[k] = gemm_value<T>(p.in, t, int64_t(hh) * hd + k);
+  }
+  __syncwarp();  // lanes below read columns other lanes staged
   const int64_t slot_off = int64_t(p.slots[t]) * p.nkv * hd;
   if (hh >= p.nh + p.nkv) {  // v: straight to the cache
     T* vc = static_cast<T*>(p.v_cache) + slot_off + int64_t(hh - p.nh - p.nkv) * hd;
     for (int k = lane; k < hd; k += 32) vc[k] = from_f<T>(row[k]);
     return;
   }
-  __syncwarp();
   // RMSNorm: rmsnorm.cu's 16 lanes and tree.
   float s = 0.0f;
   if (lane < 16)
@@ -62,41 +105,61 @@ __global__ void qkv_post_kernel(QkvPost p, int T_) {
   }
 }
 
-// One warp (= one block) per row, the updated row staged in shared memory (rmsnorm.cu's order).
+// One block per row (rownorm.cuh): the block adds the GEMM output (partials in their fixed order,
+// rounded) to the residual, stages the row in fp32, lanes 0..15 of warp 0 run the reference's
+// norm sum, the block writes the outputs. vec: 4 columns per step (same formulas per element).
 template <typename T>
-__global__ void add_rmsnorm_from_kernel(T* __restrict__ h, GemmResult d, int64_t rows, int D,
-                                        const float* __restrict__ w, float eps, T* __restrict__ y) {
-  extern __shared__ __align__(16) unsigned char row_raw[];
-  T* row = reinterpret_cast<T*>(row_raw);
+__global__ void __launch_bounds__(1024) add_rmsnorm_from_kernel(T* __restrict__ h, GemmResult d, int64_t rows, int D,
+                                                                const float* __restrict__ w, float eps,
+                                                                T* __restrict__ y, bool vec) {
+  extern __shared__ __align__(16) float rowf[];
   const int64_t r = blockIdx.x;
-  const int lane = threadIdx.x;
   if (r >= rows) return;
   T* hr = h + r * D;
-  for (int k = lane; k < D; k += 32) {
-    const T v = from_f<T>(fadd(to_f(hr[k]), gemm_value<T>(d, r, k)));
-    hr[k] = v;
-    row[k] = v;
-  }
-  __syncwarp();
-  float s = 0.0f;
-  if (lane < 16) {
-#pragma unroll 8
-    for (int k = lane; k < D; k += 16) {
-      const float v = to_f(row[k]);
-      s = fadd(s, fmul(v, v));
+  T* yr = y + r * D;
+  const float4 w0 = vec ? first_w4(w, D) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (vec) {
+    for (int k = 4 * threadIdx.x; k < D; k += 4 * blockDim.x) {
+      const float4 g = gemm_value4<T>(d, r, k);
+      const uint2 hv = *reinterpret_cast<const uint2*>(hr + k);
+      const float v0 = round_as<T>(fadd(lo_f<T>(hv.x), g.x)), v1 = round_as<T>(fadd(hi_f<T>(hv.x), g.y));
+      const float v2 = round_as<T>(fadd(lo_f<T>(hv.y), g.z)), v3 = round_as<T>(fadd(hi_f<T>(hv.y), g.w));
+      *reinterpret_cast<uint2*>(hr + k) = make_uint2(pack2<T>(v0, v1), pack2<T>(v2, v3));
+      rowf[k] = v0;
+      rowf[k + 1] = v1;
+      rowf[k + 2] = v2;
+      rowf[k + 3] = v3;
+    }
+  } else {
+    for (int k = threadIdx.x; k < D; k += blockDim.x) {
+      const T v = from_f<T>(fadd(to_f(hr[k]), gemm_value<T>(d, r, k)));
+      hr[k] = v;
+      rowf[k] = to_f(v);
     }
   }
-#pragma unroll
-  for (int o = 8; o >= 1; o >>= 1) s = fadd(s, __shfl_down_sync(0xffffffffu, s, o));
-  s = __shfl_sync(0xffffffffu, s, 0);
-  const float inv = fdiv(1.0f, __fsqrt_rn(fadd(fdiv(s, float(D)), eps)));
-  T* yr = y + r * D;
-  for (int k = lane; k < D; k += 32) yr[k] = from_f<T>(fmul(w[k], round_as<T>(fmul(to_f(row[k]), inv))));
+  __syncthreads();  // the norm reads values other threads just wrote
+  const float inv = block_inv_rms(rowf, D, eps, rowf + D);
+  if (vec) {
+    norm_out_row4<T>(rowf, w, w0, inv, D, yr);
+  } else {
+    for (int k = threadIdx.x; k < D; k += blockDim.x) yr[k] = from_f<T>(fmul(w[k], round_as<T>(fmul(rowf[k], inv))));
+  }
 }
 
+// 4 consecutive outputs per thread when vec (D % 4 == 0), else one; same formula per element.
 template <typename T>
-__global__ void silu_mul_from_kernel(GemmResult gu, int64_t T_, int64_t D, T* __restrict__ out) {
+__global__ void silu_mul_from_kernel(GemmResult gu, int64_t T_, int64_t D, T* __restrict__ out, bool vec) {
   const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (vec) {
+    if (idx >= T_ * D / 4) return;
+    const int64_t t = idx / (D / 4), i = (idx % (D / 4)) * 4;
+    const float4 g = gemm_value4<T>(gu, t, i), u = gemm_value4<T>(gu, t, D + i);
+    uint2 o;
+    o.x = pack2<T>(fmul(round_as<T>(silu_f32(g.x)), u.x), fmul(round_as<T>(silu_f32(g.y)), u.y));
+    o.y = pack2<T>(fmul(round_as<T>(silu_f32(g.z)), u.z), fmul(round_as<T>(silu_f32(g.w)), u.w));
+    *reinterpret_cast<uint2*>(out + t * D + i) = o;
+    return;
+  }
   if (idx >= T_ * D) return;
   const int64_t t = idx / D, i = idx % D;
   const float g = round_as<T>(silu_f32(gemm_value<T>(gu, t, i)));
@@ -130,30 +193,38 @@ void qkv_post(const QkvPost& p, int T, DType t, cudaStream_t stream) {
   const int64_t warps = int64_t(T) * (p.nh + 2 * p.nkv);
   const int blocks = ceil_div(warps, kWarps);
   const size_t smem = size_t(kWarps) * p.hd * sizeof(float);
-  if (t == DType::BF16) qkv_post_kernel<bf16><<<blocks, kWarps * 32, smem, stream>>>(p, T);
-  else qkv_post_kernel<f16><<<blocks, kWarps * 32, smem, stream>>>(p, T);
+  const bool vec = p.hd % 4 == 0 && gemm_vec4_ok(p.in);
+  if (t == DType::BF16) qkv_post_kernel<bf16><<<blocks, kWarps * 32, smem, stream>>>(p, T, vec);
+  else qkv_post_kernel<f16><<<blocks, kWarps * 32, smem, stream>>>(p, T, vec);
   VB_CUDA_LAUNCHED();
 }
 
 void add_rmsnorm_from(void* h, const GemmResult& d, int64_t rows, int D, const float* w, float eps, DType t, void* y,
                       cudaStream_t stream) {
   if (rows <= 0) return;
-  const size_t smem = size_t(D) * 2;
+  if (rownorm_smem(D) > kRownormMaxSmem)
+    throw Error("cuda add_rmsnorm_from: rows of " + std::to_string(D) + " values exceed the kernel's shared memory");
+  const bool vec = D % 4 == 0 && gemm_vec4_ok(d) && aligned(h, 8) && aligned(y, 8) && aligned(w, 16);
+  const int threads = rownorm_threads(D);
+  const size_t smem = rownorm_smem(D);
   if (t == DType::BF16)
-    add_rmsnorm_from_kernel<bf16><<<unsigned(rows), 32, smem, stream>>>(static_cast<bf16*>(h), d, rows, D, w, eps,
-                                                                        static_cast<bf16*>(y));
+    add_rmsnorm_from_kernel<bf16><<<unsigned(rows), threads, smem, stream>>>(static_cast<bf16*>(h), d, rows, D, w, eps,
+                                                                             static_cast<bf16*>(y), vec);
   else
-    add_rmsnorm_from_kernel<f16><<<unsigned(rows), 32, smem, stream>>>(static_cast<f16*>(h), d, rows, D, w, eps,
-                                                                       static_cast<f16*>(y));
+    add_rmsnorm_from_kernel<f16><<<unsigned(rows), threads, smem, stream>>>(static_cast<f16*>(h), d, rows, D, w, eps,
+                                                                            static_cast<f16*>(y), vec);
   VB_CUDA_LAUNCHED();
 }
 
 void silu_mul_from(const GemmResult& gu, int64_t T, int64_t D, DType t, void* out, cudaStream_t stream) {
   if (T <= 0) return;
-  const int threads = 256;
-  const int blocks = ceil_div(T * D, threads);
-  if (t == DType::BF16) silu_mul_from_kernel<bf16><<<blocks, threads, 0, stream>>>(gu, T, D, static_cast<bf16*>(out));
-  else silu_mul_from_kernel<f16><<<blocks, threads, 0, stream>>>(gu, T, D, static_cast<f16*>(out));
+  const bool vec = D % 4 == 0 && gemm_vec4_ok(gu) && aligned(out, 8);
+  const int threads = 64;  // small blocks: a decode step's few rows still spread over many SMs
+  const int blocks = ceil_div(vec ? T * D / 4 : T * D, threads);
+  if (t == DType::BF16)
+    silu_mul_from_kernel<bf16><<<blocks, threads, 0, stream>>>(gu, T, D, static_cast<bf16*>(out), vec);
+  else
+    silu_mul_from_kernel<f16><<<blocks, threads, 0, stream>>>(gu, T, D, static_cast<f16*>(out), vec);
   VB_CUDA_LAUNCHED();
 }
 

@@ -133,6 +133,9 @@ void attention(const AttnArgs& a, const AttnLaunch& g, DType t, cudaStream_t str
 void attention_merge(const AttnArgs& a, const int32_t* tokens, const int32_t* num_parts, int count, DType t,
                      cudaStream_t stream);
 void attention_prepare();  // sets the kernels' shared-memory limits (once, before any graph capture)
+// Which per-part kernel runs items of <= 16 rows: 0 (default) picks by CTA count, 1 or 4 forces
+// the one- or four-warp kernel (same bits either way; tests compare them).
+void set_attention_small_item_warps(int warps);
 int attention_query_tile(int heads_per_kv);  // query tokens per work item (rows = tokens * group <= 64)
 size_t attention_state_floats(int head_dim);  // floats per (token, part, head) state
 
@@ -153,7 +156,9 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
                         int heads_per_kv, int part_tokens, int max_states, bool allow_fold);
 
 // ---- Sampler (sampler.cu): per logit row, as engine/sampler.h (same steps and tie rules; the
-// sums are fixed-order block reductions instead of one sequential accumulator).
+// sums are fixed-order block reductions instead of one sequential accumulator: the log-softmax
+// sum over the vocab in 8 equal chunks (one thread-block cluster per row), each a block tree,
+// the chunk sums added in chunk order).
 struct SampleRowSpec {
   float temperature;
   int32_t top_k;

@@ -1,72 +1,66 @@
 // RMSNorm, the hidden-size norm and Qwen3's per-head q/k norm, as cpu::rmsnorm bit for bit: one
-// warp per row; lanes 0..15 are the reference's 16 lanes (lane l sums x[k]^2 for k = l, l+16, ...
-// in ascending k, separate multiply and add), then the same halving tree (l+8, l+4, l+2, l+1).
-#include "kernels/cuda/common.cuh"
+// block per row (rownorm.cuh): the block stages the row in shared memory, lanes 0..15 of warp 0
+// run the reference's 16 lane sums and its halving tree, the block writes the outputs.
+#include "kernels/cuda/rownorm.cuh"
 
 namespace verbatim::cuda {
 namespace {
 
-
-// 1 / sqrt(mean(x^2) + eps) of a row already staged in shared memory (the reference's lanes and
-// tree; staging only changes where the values are read from, not the order they are summed in).
+// Vector path (4 columns per step) when D % 4 == 0 and the rows are 8-byte aligned, else scalar;
+// both compute every element by the same formula.
 template <typename T>
-__device__ __forceinline__ float inv_rms_smem(const T* row, int D, float eps, int lane) {
-  float s = 0.0f;
-  if (lane < 16) {
-#pragma unroll 8
-    for (int k = lane; k < D; k += 16) {
-      const float v = to_f(row[k]);
-      s = fadd(s, fmul(v, v));
-    }
-  }
-  // The reference's tree: t[l] += t[l+8] (l<8), t[l] += t[l+4] (l<4), t[l] += t[l+2], t[0] += t[1].
-#pragma unroll
-  for (int w = 8; w >= 1; w >>= 1) s = fadd(s, __shfl_down_sync(0xffffffffu, s, w));
-  s = __shfl_sync(0xffffffffu, s, 0);
-  const float mean = fdiv(s, float(D));
-  return fdiv(1.0f, __fsqrt_rn(fadd(mean, eps)));
-}
-
-// One warp (= one block) per row; the row is staged in shared memory with wide loads first.
-template <typename T>
-__global__ void rmsnorm_kernel(const T* __restrict__ x, RowMap xm, int64_t rows, int D, const float* __restrict__ w,
-                               float eps, T* __restrict__ y, RowMap ym) {
-  extern __shared__ __align__(16) unsigned char row_raw[];
-  T* row = reinterpret_cast<T*>(row_raw);
+__global__ void __launch_bounds__(1024) rmsnorm_kernel(const T* __restrict__ x, RowMap xm, int64_t rows, int D,
+                                                       const float* __restrict__ w, float eps, T* __restrict__ y,
+                                                       RowMap ym, bool vec) {
+  extern __shared__ __align__(16) float rowf[];
   const int64_t r = blockIdx.x;
-  const int lane = threadIdx.x;
   if (r >= rows) return;
   const T* xr = x + (r / xm.heads) * xm.tok_stride + (r % xm.heads) * D;
   T* yr = y + (r / ym.heads) * ym.tok_stride + (r % ym.heads) * D;
-  if (D % 8 == 0 && (reinterpret_cast<uintptr_t>(xr) & 15) == 0) {
-    for (int k = lane; k < D / 8; k += 32) reinterpret_cast<uint4*>(row)[k] = reinterpret_cast<const uint4*>(xr)[k];
+  const float4 w0 = vec ? first_w4(w, D) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (vec) {
+    for (int k = 4 * threadIdx.x; k < D; k += 4 * blockDim.x) {
+      const uint2 v = *reinterpret_cast<const uint2*>(xr + k);
+      rowf[k] = lo_f<T>(v.x);
+      rowf[k + 1] = hi_f<T>(v.x);
+      rowf[k + 2] = lo_f<T>(v.y);
+      rowf[k + 3] = hi_f<T>(v.y);
+    }
   } else {
-    for (int k = lane; k < D; k += 32) row[k] = xr[k];
+    for (int k = threadIdx.x; k < D; k += blockDim.x) rowf[k] = to_f(xr[k]);
   }
-  __syncwarp();
-  const float inv = inv_rms_smem(row, D, eps, lane);
-  for (int k = lane; k < D; k += 32) yr[k] = from_f<T>(fmul(w[k], round_as<T>(fmul(to_f(row[k]), inv))));
+  __syncthreads();
+  const float inv = block_inv_rms(rowf, D, eps, rowf + D);
+  if (vec) {
+    norm_out_row4<T>(rowf, w, w0, inv, D, yr);
+  } else {
+    for (int k = threadIdx.x; k < D; k += blockDim.x) yr[k] = from_f<T>(fmul(w[k], round_as<T>(fmul(rowf[k], inv))));
+  }
 }
 
 template <typename T>
-__global__ void add_rmsnorm_kernel(T* __restrict__ h, const T* __restrict__ d, int64_t rows, int D,
-                                   const float* __restrict__ w, float eps, T* __restrict__ y) {
-  extern __shared__ __align__(16) unsigned char row_raw[];
-  T* row = reinterpret_cast<T*>(row_raw);
+__global__ void __launch_bounds__(1024) add_rmsnorm_kernel(T* __restrict__ h, const T* __restrict__ d, int64_t rows,
+                                                           int D, const float* __restrict__ w, float eps,
+                                                           T* __restrict__ y) {
+  extern __shared__ __align__(16) float rowf[];
   const int64_t r = blockIdx.x;
-  const int lane = threadIdx.x;
   if (r >= rows) return;
   T* hr = h + r * D;
   const T* dr = d + r * D;
-  for (int k = lane; k < D; k += 32) {
+  for (int k = threadIdx.x; k < D; k += blockDim.x) {
     const T v = from_f<T>(fadd(to_f(hr[k]), to_f(dr[k])));
     hr[k] = v;
-    row[k] = v;
+    rowf[k] = to_f(v);
   }
-  __syncwarp();  // the norm below reads values other lanes just wrote
-  const float inv = inv_rms_smem(static_cast<const T*>(row), D, eps, lane);
+  __syncthreads();  // the norm below reads values other threads just wrote
+  const float inv = block_inv_rms(rowf, D, eps, rowf + D);
   T* yr = y + r * D;
-  for (int k = lane; k < D; k += 32) yr[k] = from_f<T>(fmul(w[k], round_as<T>(fmul(to_f(row[k]), inv))));
+  for (int k = threadIdx.x; k < D; k += blockDim.x) yr[k] = from_f<T>(fmul(w[k], round_as<T>(fmul(rowf[k], inv))));
+}
+
+void check_row_width(int D, const char* what) {
+  if (rownorm_smem(D) > kRownormMaxSmem)
+    throw Error(std::string(what) + ": rows of " + std::to_string(D) + " values exceed the kernel's shared memory");
 }
 
 }  // namespace
@@ -74,27 +68,34 @@ __global__ void add_rmsnorm_kernel(T* __restrict__ h, const T* __restrict__ d, i
 void rmsnorm(const void* x, RowMap xm, int64_t rows, int D, const float* w, float eps, DType t, void* y, RowMap ym,
              cudaStream_t stream) {
   if (rows <= 0) return;
+  check_row_width(D, "cuda rmsnorm");
   if (xm.tok_stride == 0) xm.tok_stride = int64_t(D) * xm.heads;
   if (ym.tok_stride == 0) ym.tok_stride = int64_t(D) * ym.heads;
-  const size_t smem = size_t(D) * 2;
+  const bool vec = D % 4 == 0 && xm.tok_stride % 4 == 0 && ym.tok_stride % 4 == 0 &&
+                   (reinterpret_cast<uintptr_t>(x) & 7) == 0 && (reinterpret_cast<uintptr_t>(y) & 7) == 0 &&
+                   (reinterpret_cast<uintptr_t>(w) & 15) == 0;
+  const int threads = rownorm_threads(D);
+  const size_t smem = rownorm_smem(D);
   if (t == DType::BF16)
-    rmsnorm_kernel<bf16><<<unsigned(rows), 32, smem, stream>>>(static_cast<const bf16*>(x), xm, rows, D, w, eps,
-                                                                    static_cast<bf16*>(y), ym);
+    rmsnorm_kernel<bf16><<<unsigned(rows), threads, smem, stream>>>(static_cast<const bf16*>(x), xm, rows, D, w, eps,
+                                                                    static_cast<bf16*>(y), ym, vec);
   else
-    rmsnorm_kernel<f16><<<unsigned(rows), 32, smem, stream>>>(static_cast<const f16*>(x), xm, rows, D, w, eps,
-                                                                   static_cast<f16*>(y), ym);
+    rmsnorm_kernel<f16><<<unsigned(rows), threads, smem, stream>>>(static_cast<const f16*>(x), xm, rows, D, w, eps,
+                                                                   static_cast<f16*>(y), ym, vec);
   VB_CUDA_LAUNCHED();
 }
 
 void add_rmsnorm(void* h, const void* d, int64_t rows, int D, const float* w, float eps, DType t, void* y,
                  cudaStream_t stream) {
   if (rows <= 0) return;
-  const size_t smem = size_t(D) * 2;
+  check_row_width(D, "cuda add_rmsnorm");
+  const int threads = rownorm_threads(D);
+  const size_t smem = rownorm_smem(D);
   if (t == DType::BF16)
-    add_rmsnorm_kernel<bf16><<<unsigned(rows), 32, smem, stream>>>(
+    add_rmsnorm_kernel<bf16><<<unsigned(rows), threads, smem, stream>>>(
         static_cast<bf16*>(h), static_cast<const bf16*>(d), rows, D, w, eps, static_cast<bf16*>(y));
   else
-    add_rmsnorm_kernel<f16><<<unsigned(rows), 32, smem, stream>>>(
+    add_rmsnorm_kernel<f16><<<unsigned(rows), threads, smem, stream>>>(
         static_cast<f16*>(h), static_cast<const f16*>(d), rows, D, w, eps, static_cast<f16*>(y));
   VB_CUDA_LAUNCHED();
 }

@@ -4,6 +4,7 @@
 // log_softmax logprobs). The reference's sums run in one sequential accumulator; here each sum is
 // a fixed-order block reduction (a thread's fixed contiguous segment, then a fixed tree), which
 // depends only on the row itself: the same row gives the same token in any batch.
+#include <cooperative_groups.h>
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include <string>
@@ -114,29 +115,41 @@ __device__ __forceinline__ bool is_banned(int id, const int32_t* banned, int b0,
   return false;
 }
 
-// Per row: log-softmax stats, the greedy / scored token, and the keys for the draw's sort.
-__global__ void __launch_bounds__(kThreads) stats_kernel(const float* __restrict__ logits, int vocab,
-                                                         const SampleRowSpec* __restrict__ specs,
-                                                         const int32_t* __restrict__ banned, float* stats,
-                                                         SampleRowOut* out, float* sort_keys, int32_t* sort_ids,
-                                                         const int32_t* __restrict__ sort_slot) {
+// Per row: log-softmax stats, the greedy / scored token, and the keys for the draw's sort. One
+// thread-block cluster of kStatBlocks blocks per row; block r takes the r-th of kStatBlocks equal
+// chunks of the vocabulary (a function of the vocab size alone). Each block reduces its chunk
+// (max, the best allowed and best overall id, then the sum of exp(x - M) over thread segments and
+// the block tree), M being the max of the blocks' maxes (order-free); block 0 then adds the chunk
+// sums in chunk order and compares the best ids in chunk order (distributed shared memory).
+// Every sum's order depends on (vocab, the row) only: the same row gives the same bits in any batch.
+constexpr int kStatBlocks = 8;  // the portable cluster size
+struct ChunkStat {
+  float mx, sum, bv, bv_any;
+  int32_t bi, bi_any;
+};
+
+__global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
+    stats_kernel(const float* __restrict__ logits, int vocab, const SampleRowSpec* __restrict__ specs,
+                 const int32_t* __restrict__ banned, float* stats, SampleRowOut* out, float* sort_keys,
+                 int32_t* sort_ids, const int32_t* __restrict__ sort_slot) {
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
   __shared__ float shv[kWarpsPer];
   __shared__ int shi[kWarpsPer];
-  const int row = blockIdx.x;
+  __shared__ ChunkStat mine;  // read by the other blocks of the cluster
+  const int rank = int(cluster.block_rank());
+  const int row = blockIdx.y;
+  const int per = (vocab + kStatBlocks - 1) / kStatBlocks;
+  const int i0 = min(vocab, rank * per), i1 = min(vocab, i0 + per);
   const float* x = logits + int64_t(row) * vocab;
   const SampleRowSpec sp = specs[row];
-  // Max (order-free) and the sum of exp(x - max) in a fixed order: thread segments, then the tree.
   float mx = kNegInf;
-  for (int i = threadIdx.x; i < vocab; i += kThreads) mx = fmaxf(mx, x[i]);
+  for (int i = i0 + threadIdx.x; i < i1; i += kThreads) mx = fmaxf(mx, x[i]);
   mx = block_max(mx, shv);
-  float s = 0.0f;
-  if (mx != kNegInf)
-    for (int i = threadIdx.x; i < vocab; i += kThreads) s = fadd(s, exp_f32(fsub(x[i], mx)));
-  s = block_sum(s, shv);
-  // Greedy over allowed ids (ties to the lowest id); then without the ban; then 0.
+  // Greedy over allowed ids (ties to the lowest id); and without the ban.
   float bv = 0.0f, bv_any = 0.0f;
   int bi = -1, bi_any = -1;
-  for (int i = threadIdx.x; i < vocab; i += kThreads) {
+  for (int i = i0 + threadIdx.x; i < i1; i += kThreads) {
     const float v = x[i];
     if (v != v) continue;
     if (better(v, i, bv_any, bi_any)) { bv_any = v; bi_any = i; }
@@ -144,23 +157,41 @@ __global__ void __launch_bounds__(kThreads) stats_kernel(const float* __restrict
   }
   block_argmax(bv, bi, shv, shi);
   block_argmax(bv_any, bi_any, shv, shi);
-  if (threadIdx.x == 0) {
-    stats[row * 2] = mx;
-    stats[row * 2 + 1] = logf(s);
-    int tok = sp.score_token >= 0 ? sp.score_token : (bi >= 0 ? bi : (bi_any >= 0 ? bi_any : 0));
-    out[row].token = tok;
+  if (threadIdx.x == 0) mine = ChunkStat{mx, 0.0f, bv, bv_any, bi, bi_any};
+  cluster.sync();  // every block's max is visible to the cluster
+  float M = kNegInf;
+  for (int r = 0; r < kStatBlocks; ++r) M = fmaxf(M, cluster.map_shared_rank(&mine, r)->mx);
+  float s = 0.0f;
+  if (M != kNegInf)
+    for (int i = i0 + threadIdx.x; i < i1; i += kThreads) s = fadd(s, exp_f32(fsub(x[i], M)));
+  s = block_sum(s, shv);
+  if (threadIdx.x == 0) mine.sum = s;
+  cluster.sync();  // every chunk sum is visible to block 0
+  if (rank == 0 && threadIdx.x == 0) {
+    float total = 0.0f, gv = 0.0f, gv_any = 0.0f;
+    int gi = -1, gi_any = -1;
+    for (int r = 0; r < kStatBlocks; ++r) {  // chunk order
+      const ChunkStat c = *cluster.map_shared_rank(&mine, r);
+      total = fadd(total, c.sum);
+      if (better(c.bv, c.bi, gv, gi)) { gv = c.bv; gi = c.bi; }
+      if (better(c.bv_any, c.bi_any, gv_any, gi_any)) { gv_any = c.bv_any; gi_any = c.bi_any; }
+    }
+    stats[row * 2] = M;
+    stats[row * 2 + 1] = logf(total);
+    out[row].token = sp.score_token >= 0 ? sp.score_token : (gi >= 0 ? gi : (gi_any >= 0 ? gi_any : 0));
   }
   // Keys for the draw: banned and NaN ids get -inf, so their weight is 0 and they are dropped.
   const int slot = sort_slot ? sort_slot[row] : -1;
   if (slot >= 0) {
     float* k = sort_keys + int64_t(slot) * vocab;
     int32_t* id = sort_ids + int64_t(slot) * vocab;
-    for (int i = threadIdx.x; i < vocab; i += kThreads) {
+    for (int i = i0 + threadIdx.x; i < i1; i += kThreads) {
       const float v = x[i];
       k[i] = (v != v || is_banned(i, banned, sp.banned_begin, sp.banned_end)) ? kNegInf : v;
       id[i] = i;
     }
   }
+  cluster.sync();  // block 0 has read every block's shared memory before any block exits
 }
 
 // Inclusive prefix sums of the weights over a thread's contiguous segment plus the carry of the
@@ -389,8 +420,10 @@ void sample(const float* logits, int rows, int vocab, const SampleRowSpec* specs
             const int32_t* draw_slot, const int32_t* draw_rows, int num_draws, bool any_logprobs,
             SamplerBuffers& buf, SampleRowOut* out, int32_t* top_ids, float* top_lps, cudaStream_t stream) {
   if (rows <= 0) return;
-  stats_kernel<<<rows, kThreads, 0, stream>>>(logits, vocab, specs, banned, buf.stats, out, buf.sort_keys, buf.sort_ids,
-                                              num_draws > 0 ? draw_slot : nullptr);
+  // One cluster of kStatBlocks blocks per row (the kernel's __cluster_dims__).
+  stats_kernel<<<dim3(kStatBlocks, rows), kThreads, 0, stream>>>(logits, vocab, specs, banned, buf.stats, out,
+                                                                 buf.sort_keys, buf.sort_ids,
+                                                                 num_draws > 0 ? draw_slot : nullptr);
   VB_CUDA_LAUNCHED();
   if (num_draws > 0) {
     offsets_kernel<<<ceil_div(num_draws + 1, 256), 256, 0, stream>>>(buf.offsets, num_draws, vocab);
