@@ -836,7 +836,7 @@ TEST(MakeModelCli, BadArgumentsFailWithOneLine) {
   const std::string d = temp_dir("cli-bad");
   RunResult r = run_binary("make-model --arch qwen9 --out " + d + "/m", "cli-bad-run");
   EXPECT_NE(r.rc, 0);
-  EXPECT_EQ(r.err, "verbatim: unknown arch 'qwen9' (choose one of: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, tiny)\n");
+  EXPECT_EQ(r.err, "verbatim: unknown arch 'qwen9' (choose one of: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, qwen3-32b, tiny)\n");
   EXPECT_FALSE(fs::exists(d + "/m"));
   r = run_binary("make-model --arch tiny --dtype int4 --out " + d + "/m", "cli-bad-run2");
   EXPECT_NE(r.rc, 0);
