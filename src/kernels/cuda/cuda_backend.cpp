@@ -539,7 +539,8 @@ std::string CudaBackend::kernel_config() const {
          split("lm_head", m.split_lm) + "),split-sum-in-order;attn_tile=64;attn_part=64,tile-states-folded-in-position-order;"
          "attn_dot=mma.m16n8k16;softmax=online-tile-merge,p-rounded,quad-tree-tile-sum;exp=cody-waite-deg6;"
          "rmsnorm=lanes16-halving-tree;rope=host-table-powf-cosf-sinf;silu=exp_f32;"
-         "sampler=block-tree-sums,stable-radix-sort;row_parallel=kseg8-in-order(o,down),tp-allgather;weights=" +
+         "sampler=vocab-8-chunks-block-tree-sums-chunks-in-order,stable-radix-sort;"
+         "row_parallel=kseg8-in-order(o,down),tp-allgather;weights=" +
          std::string(dtype_name(m.act)) + tp_control;
 }
 
