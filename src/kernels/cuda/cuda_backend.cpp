@@ -525,6 +525,19 @@ size_t CudaBackend::weight_bytes() const { return impl_->weights_held; }
 size_t CudaBackend::device_bytes_held() const { return impl_->held; }
 void CudaBackend::synchronize() { VB_CUDA(cudaStreamSynchronize(impl_->stream)); }
 
+void CudaBackend::tp_warm_up() {
+  Impl& m = *impl_;
+  if (m.tp == 1) return;
+  VB_CUDA(cudaSetDevice(m.device));
+  // One small and one full-size all-gather (in place, as the steps issue them): both protocols'
+  // connections are made eagerly. The buffers hold nothing yet.
+  const size_t plane = size_t(m.cap_t) * size_t(m.c.hidden_size);
+  const size_t segs = size_t(m.split_o / m.tp);
+  cuda::nccl_all_gather_f32(m.comm, m.glog + size_t(m.rank), m.glog, 1, m.stream);
+  cuda::nccl_all_gather_f32(m.comm, m.gather + size_t(m.rank) * segs * plane, m.gather, segs * plane, m.stream);
+  VB_CUDA(cudaStreamSynchronize(m.stream));
+}
+
 std::string CudaBackend::kernel_config() const {
   const Impl& m = *impl_;
   if (m.opt.fast)

@@ -57,6 +57,11 @@ class CudaBackend : public Backend {
   size_t weight_bytes() const;      // bytes of weights on the device
   size_t device_bytes_held() const; // everything this backend allocated (weights, KV, scratch)
   void synchronize();
+  // Tensor-parallel ranks (the driver calls it on every rank's thread at once, after construction):
+  // eager all-gathers on the gather buffers, so NCCL's connections exist before any CUDA graph
+  // captures a collective (session 2's failing TP runs were the ones whose first collective was a
+  // captured one).
+  void tp_warm_up();
 
  private:
   struct Impl;

@@ -37,6 +37,21 @@ CudaTpBackend::CudaTpBackend(const std::string& model_dir, DType dtype, CudaOpti
   }
   errors_.resize(size_t(N));
   for (int r = 0; r < N; ++r) threads_.emplace_back([this, r] { worker(r); });
+  // Eager collectives first: NCCL connects before any step's CUDA graph captures one.
+  try {
+    run_all([&](int r) { ranks_[size_t(r)]->tp_warm_up(); });
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    start_cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    ranks_.clear();
+    if (!aborted_.exchange(true))
+      for (cuda::NcclComm c : comms_) cuda::nccl_destroy(c);
+    throw;
+  }
 }
 
 CudaTpBackend::~CudaTpBackend() {

@@ -73,6 +73,8 @@ std::vector<NcclComm> nccl_init_all(const std::vector<int>& devices) {
   // (they are freed and reallocated when the activation capacity grows). A copy either way.
   setenv("NCCL_GRAPH_REGISTER", "0", 0);
   setenv("NCCL_LOCAL_REGISTER", "0", 0);
+  // Every connection at init, none made lazily by a first collective inside a graph capture.
+  setenv("NCCL_RUNTIME_CONNECT", "0", 0);
   std::vector<NcclComm> comms(devices.size(), nullptr);
   check(nccl().comm_init_all(comms.data(), int(devices.size()), devices.data()), "ncclCommInitAll");
   return comms;
