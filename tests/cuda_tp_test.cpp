@@ -276,7 +276,9 @@ TEST_P(CudaTp, AllReduceControlChangesBits) {
   // Asserted on the 0.6B shape (~17M row-parallel outputs here): a reassociated fp32 sum differs in
   // its last bit, which survives bf16 rounding with probability ~2^-16 per output, so the tiny
   // fixtures (~0.1M outputs) may show no change at all; there the reseed control stands.
-  if (c.model.rfind("make:", 0) == 0) EXPECT_GT(diff, 0u);
+  if (c.model.rfind("make:", 0) == 0) {
+    EXPECT_GT(diff, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaTp,
