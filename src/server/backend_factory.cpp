@@ -52,11 +52,11 @@ void validate_backend_options(const DeviceSpec& d, const BackendOptions& options
   // report the contract's cost as zero.
   if (d.kind == "cpu" && options.kernels == "fast")
     throw Error("--mode fast: only --device cuda has fast kernels (the CPU backend always obeys the contract)");
+  if (options.tensor_parallel_size < 1)
+    throw Error("--tensor-parallel-size " + std::to_string(options.tensor_parallel_size) + ": expected 1, 2, 4 or 8");
   if (options.tensor_parallel_size != 1 && d.kind != "cuda")
     throw Error("--tensor-parallel-size " + std::to_string(options.tensor_parallel_size) +
                 ": needs --device cuda (the CPU backend runs on one device)");
-  if (options.tensor_parallel_size < 1)
-    throw Error("--tensor-parallel-size " + std::to_string(options.tensor_parallel_size) + ": expected 1, 2, 4 or 8");
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& model_dir, DType dtype,
