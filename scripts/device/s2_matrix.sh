@@ -116,7 +116,7 @@ inv() {  # tag model_dir dtype max_tokens est cap
   step "inv_$1" "$5" "$6" "$RAW/inv_$1.log" env VERBATIM_TEST_MODEL_DIR="$2" VERBATIM_TEST_DTYPE="$3" \
     VERBATIM_TEST_MAX_TOKENS="$4" "$TEST" --gtest_filter="$([ "$3" = float16 ] && echo F16 || echo BF16)/*" \
     --gtest_output=json:"$RAW/inv_$1.json"
-  grep -E "^\[engine|^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|Failure|differ|Expected|Which is" "$RAW/inv_$1.log" |
+  grep -sE "^\[engine|^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|Failure|differ|Expected|Which is" "$RAW/inv_$1.log" |
     head -60 | sed "s/^/  inv_$1: /" | tee -a "$LOG"
 }
 
@@ -126,7 +126,7 @@ spec() {  # tag model_dir batches ks est cap [env...]
   step "spec_$tag" "$est" "$cap" "$RAW/spec_$tag.log" env "$@" "$VB" spec-bench --model "$dir" --device "$DEVICE" \
     --batches "$batches" --workloads repetitive,random --num-speculative-tokens "$ks" --reps 3 --max-tokens 64 \
     --json "$RAW/spec_$tag.json"
-  grep -E "^K |spec-bench" "$RAW/spec_$tag.log" | sed "s/^/  spec_$tag: /" | tee -a "$LOG"
+  grep -sE "^K |spec-bench" "$RAW/spec_$tag.log" | sed "s/^/  spec_$tag: /" | tee -a "$LOG"
 }
 
 http_checks() {
@@ -195,8 +195,8 @@ lane_a() {
   if wait_done "$WORK/m8b.done" 90; then
     inv 8b_bf16 "$WORK/m8b" bfloat16 8 90 220
   else
-    say "SKIPPED inv_8b_bf16: the 8B folder was not ready in time ($(left) s left)"
-    echo "inv_8b_bf16: 8B folder not ready" >> "$WORK/skipped"
+    say "SKIPPED inv_8b_bf16: the 8B folder is not ready, or too little time is left ($(left) s)"
+    echo "inv_8b_bf16: 8B folder not ready or $(left) s left" >> "$WORK/skipped"
   fi
 }
 
@@ -209,8 +209,8 @@ lane_b() {
   if wait_done "$WORK/m8b.done" 45; then
     spec 8b "$WORK/m8b" 1,8 3 45 120
   else
-    say "SKIPPED spec_8b: the 8B folder was not ready in time"
-    echo "spec_8b: 8B folder not ready" >> "$WORK/skipped"
+    say "SKIPPED spec_8b: the 8B folder is not ready, or too little time is left ($(left) s)"
+    echo "spec_8b: 8B folder not ready or $(left) s left" >> "$WORK/skipped"
   fi
   spec 06_eager_verify "$WORK/m06" 1,8 3 15 60 VERBATIM_GRAPH_MULTI_ROW=0
 }
