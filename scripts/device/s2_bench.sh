@@ -31,23 +31,35 @@ cost_hf() { case $1 in qwen3-0.6b) echo 60 ;; qwen3-1.7b) echo 70 ;; *) echo 110
 say "gpu: $(gpu_facts 2> /dev/null || echo none)"
 say "commit: $COMMIT budget: $BUDGET s archs: ${ARCH_LIST[*]} hf: $HF tests: $TESTS"
 BIN=$(dirname "$VB")
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+# Programmatic dependent launches (VERBATIM_PDL, on by default since the commit after 548790e)
+# had not run on a GPU when this script was written: cuda_ops_test runs with them first, and if
+# it fails and passes with VERBATIM_PDL=0, everything after runs with VERBATIM_PDL=0 (said in
+# the log and the JSON). PDL_AB=1 also times 0.6B contract with them off and compares the logits
+# of dump-logits with them on and off byte for byte.
+PDL_AB=${PDL_AB:-1}
 MT=
 if [ "$TESTS" = 1 ]; then
+  s=$SECONDS
+  timeout 60 "$BIN/cuda_ops_test" > "$OUT/cuda_ops_test.log" 2>&1
+  rc=$?
+  say "cuda_ops_test rc=$rc ($((SECONDS - s)) s): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/cuda_ops_test.log" | tr '\n' ' ')"
+  if [ $rc -ne 0 ] && [ "${VERBATIM_PDL:-1}" != 0 ]; then
+    VERBATIM_PDL=0 timeout 60 "$BIN/cuda_ops_test" > "$OUT/cuda_ops_test_nopdl.log" 2>&1
+    rc0=$?
+    say "cuda_ops_test with VERBATIM_PDL=0: rc=$rc0"
+    if [ $rc0 -eq 0 ]; then export VERBATIM_PDL=0; say "PDL OFF for the rest of this run (tests fail with it)"; fi
+  fi
   if [ "$(nvidia-smi -L 2> /dev/null | wc -l)" -ge 2 ]; then
     ( export CUDA_VISIBLE_DEVICES=1
-      timeout $((BUDGET - 20)) "$BIN/cuda_model_test" > "$OUT/cuda_model_test.log" 2>&1
-      echo "cuda_model_test (GPU 1) rc=$? at $SECONDS s" > "$WORK/model_test.rc" ) &
+      timeout $((BUDGET - 20 - SECONDS)) "$BIN/cuda_model_test" > "$OUT/cuda_model_test.log" 2>&1
+      echo "cuda_model_test (GPU 1, VERBATIM_PDL=${VERBATIM_PDL:-1}) rc=$? at $SECONDS s" > "$WORK/model_test.rc" ) &
     MT=$!
   else
     say "cuda_model_test: skipped (one GPU; run it on its own)"
   fi
 fi
-export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
-if [ "$TESTS" = 1 ]; then
-  s=$SECONDS
-  timeout 60 "$BIN/cuda_ops_test" > "$OUT/cuda_ops_test.log" 2>&1
-  say "cuda_ops_test rc=$? ($((SECONDS - s)) s): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/cuda_ops_test.log" | tr '\n' ' ')"
-fi
+say "VERBATIM_PDL=${VERBATIM_PDL:-1}"
 # make-model: 0.6B now (seconds), the others one after another in the background (niced); each
 # folder is marked done only once its make-model has returned.
 make_model qwen3-0.6b "$WORK/m-qwen3-0.6b" > /dev/null 2>&1 && touch "$WORK/m-qwen3-0.6b.done"
@@ -57,6 +69,21 @@ make_model qwen3-0.6b "$WORK/m-qwen3-0.6b" > /dev/null 2>&1 && touch "$WORK/m-qw
       [ -f "$WORK/m-$a/config.json" ] && touch "$WORK/m-$a.done"
   done ) &
 MK=$!
+# The 0.6B logits (prompts of 7..130 tokens + 24 greedy steps: prefill, decode, graphs) with PDL
+# on and off must be the same bytes; if not (or a run fails), PDL is turned off for the run.
+if [ "${VERBATIM_PDL:-1}" != 0 ] && [ -f "$WORK/m-qwen3-0.6b.done" ]; then
+  random_prompts "$WORK/p.json" 151936 7 33 64 130
+  for v in 1 0; do
+    VERBATIM_PDL=$v timeout 40 "$VB" dump-logits --model "$WORK/m-qwen3-0.6b" --device cuda --dtype bfloat16 \
+      --prompts "$WORK/p.json" --greedy 24 --out "$WORK/logits_pdl$v.safetensors" > "$WORK/dump_pdl$v.log" 2>&1
+  done
+  if [ -s "$WORK/logits_pdl1.safetensors" ] && cmp -s "$WORK/logits_pdl1.safetensors" "$WORK/logits_pdl0.safetensors"; then
+    say "dump-logits 0.6B: PDL on == off byte for byte ($(stat -c %s "$WORK/logits_pdl1.safetensors") bytes)"
+  else
+    export VERBATIM_PDL=0
+    say "dump-logits 0.6B: PDL on and off DIFFER or a run failed: PDL OFF for the rest of this run"
+  fi
+fi
 wait_model() {  # arch: waits for its folder while time allows
   while [ ! -f "$WORK/m-$1.done" ]; do
     kill -0 $MK 2> /dev/null || return 1
@@ -64,14 +91,19 @@ wait_model() {  # arch: waits for its folder while time allows
     sleep 2
   done
 }
-eb() {  # arch mode
-  local need; need=$(cost_eb "$1")
+eb() {  # arch label [mode (default: label)]
+  local need mode=${3:-$2}; need=$(cost_eb "$1")
   if [ "$(left)" -lt "$need" ]; then say "skip $1 $2: $(left) s left, needs ~$need"; return; fi
   local s=$SECONDS lim=$(( $(left) - 5 )); [ $lim -gt 240 ] && lim=240
-  timeout $lim "$VB" engine-bench --model "$WORK/m-$1" --device cuda --mode "$2" --batches 1,8,32,64 --context 1024 \
+  timeout $lim "$VB" engine-bench --model "$WORK/m-$1" --device cuda --mode "$mode" --batches 1,8,32,64 --context 1024 \
     --steps "$STEPS" --prefill 2048 --json "$WORK/eb_$1_$2.json" 2>&1 | grep -E "decode|prefill [0-9]" | sed "s/^/$1 $2: /" |
     tee -a "$LOG"
   say "  ($1 $2: $((SECONDS - s)) s)"
+  if [ ! -s "$WORK/eb_$1_$2.json" ] && [ "${VERBATIM_PDL:-1}" != 0 ] && [ -z "${EB_RETRY:-}" ]; then
+    export VERBATIM_PDL=0
+    say "engine-bench $1 $2 wrote nothing with PDL on: PDL OFF for the rest of this run, retrying"
+    EB_RETRY=1 eb "$@"
+  fi
 }
 hf() {  # arch
   [ "$HF" = 1 ] || return 0
@@ -83,10 +115,15 @@ hf() {  # arch
   say "  (HF $1: $((SECONDS - s)) s)"
 }
 # Ours first for every arch (contract, then fast), then the HF peer on the folders made.
+pdl_ab() {  # 0.6B contract timed with PDL off too
+  [ "$PDL_AB" = 1 ] && [ "${VERBATIM_PDL:-1}" != 0 ] || return 0
+  VERBATIM_PDL=0 eb qwen3-0.6b contract_nopdl contract
+}
 for a in "${ARCH_LIST[@]}"; do
   if ! wait_model "$a"; then say "skip $a: no model folder ($(left) s left)"; continue; fi
   eb "$a" contract
   eb "$a" fast
+  [ "$a" = qwen3-0.6b ] && pdl_ab
 done
 for a in "${ARCH_LIST[@]}"; do [ -f "$WORK/m-$a.done" ] && hf "$a"; done
 kill $MK 2> /dev/null
@@ -95,6 +132,7 @@ if [ -n "$MT" ]; then
   say "$(cat "$WORK/model_test.rc" 2> /dev/null || echo 'cuda_model_test still running at the end of the budget')"
   say "  $(grep -E '^\[  (PASSED|FAILED) |^\[  FAILED' "$OUT/cuda_model_test.log" | head -8 | tr '\n' ' ')"
 fi
-python3 "$(dirname "$0")/s2_bench_merge.py" "$OUT/s2_bench.json" "$WORK" "$COMMIT" "$BUDGET" "$(gpu_facts 2> /dev/null)" |
+python3 "$(dirname "$0")/s2_bench_merge.py" "$OUT/s2_bench.json" "$WORK" "$COMMIT" "$BUDGET" \
+  "$(gpu_facts 2> /dev/null); VERBATIM_PDL=${VERBATIM_PDL:-1}" |
   tee -a "$LOG"
 say "total $SECONDS s"

@@ -24,7 +24,7 @@ def main():
             continue
         name = os.path.basename(p)[:-5]
         if name.startswith("eb_"):
-            arch, mode = name[3:].rsplit("_", 1)
+            arch, mode = name[3:].split("_", 1)  # arch names have no "_"
         else:
             arch, mode = name[3:], "hf"
         runs.setdefault(arch, {})[mode] = d
@@ -32,7 +32,7 @@ def main():
     for arch in sorted(runs, key=lambda a: (ARCH_ORDER.index(a) if a in ARCH_ORDER else 99, a)):
         r = runs[arch]
         dec = {}
-        for mode in ("contract", "fast"):
+        for mode in ("contract", "fast", "contract_nopdl"):
             for row in (r.get(mode) or {}).get("decode", []):
                 e = dec.setdefault(str(row["batch"]), {})
                 e[mode + "_ms"] = round(row["median_ms"], 4)
@@ -44,6 +44,8 @@ def main():
         for e in dec.values():
             if "contract_ms" in e and "fast_ms" in e:
                 e["contract_over_fast"] = round(e["contract_ms"] / e["fast_ms"], 3)
+            if "contract_ms" in e and "contract_nopdl_ms" in e:
+                e["pdl_speedup"] = round(e["contract_nopdl_ms"] / e["contract_ms"], 3)
             if "contract_ms" in e and "hf_ms" in e:
                 e["hf_over_contract"] = round(e["hf_ms"] / e["contract_ms"], 2)
         pre = {}
@@ -58,9 +60,10 @@ def main():
         summary[arch] = {"decode": dec, "prefill_2048": pre}
         for b in sorted(dec, key=int):
             e = dec[b]
-            lines.append("%-11s batch %2s: contract %7s ms (x%s bound), fast %7s ms, contract/fast %s, HF %s ms" % (
+            lines.append("%-11s batch %2s: contract %7s ms (x%s bound), fast %7s ms, contract/fast %s, HF %s ms%s" % (
                 arch, b, e.get("contract_ms", "-"), e.get("contract_x_bound", "-"), e.get("fast_ms", "-"),
-                e.get("contract_over_fast", "-"), e.get("hf_ms", "-")))
+                e.get("contract_over_fast", "-"), e.get("hf_ms", "-"),
+                ", contract without PDL %s ms" % e["contract_nopdl_ms"] if "contract_nopdl_ms" in e else ""))
         if pre:
             lines.append("%-11s prefill 2048: contract %s ms (%s TFLOP/s), fast %s ms (%s TFLOP/s), HF %s ms" % (
                 arch, pre.get("contract_ms", "-"), pre.get("contract_tflops", "-"), pre.get("fast_ms", "-"),

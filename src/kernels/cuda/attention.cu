@@ -199,6 +199,7 @@ __device__ __forceinline__ void store_out(const AttnArgs& a, int token, int head
 // finished here, a multi-part row's state goes to attention_merge.
 template <typename T, int HD, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, int item_offset) {
+  pdl_begin();  // before any memory access or return (common.cuh)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);
   const AttnItem item = a.items[item_offset + blockIdx.x];
@@ -284,6 +285,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
 // (m_t, 0 + sum, 0 + P·V: the per-part kernel's arithmetic for a one-tile part) folded in order.
 template <typename T, int HD>
 __global__ void __launch_bounds__(kThreads) attention_fold_kernel(AttnArgs a, int item_offset) {
+  pdl_begin();  // before any memory access or return (common.cuh)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);
   const AttnItem item = a.items[item_offset + blockIdx.x];
@@ -366,6 +368,7 @@ __global__ void __launch_bounds__(kThreads) attention_fold_kernel(AttnArgs a, in
 template <typename T, int HD>
 __global__ void merge_kernel(AttnArgs a, const int32_t* __restrict__ tokens, const int32_t* __restrict__ num_parts,
                              int count) {
+  pdl_begin();  // before any memory access or return (common.cuh)
   constexpr int kMergeAhead = HD >= 256 ? 8 : 16;
   const int w = blockIdx.x * 4 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
@@ -468,21 +471,21 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
     const int forced = g_small_warps.load(std::memory_order_relaxed);
     const bool four = forced == 4 || (forced == 0 && (a.part_tokens > kTile || ctas <= 2 * sm_count()));
     if (four)
-      attention_part_kernel<T, HD, 4><<<dim3(g.small_end - g.small_begin, a.kv_heads), kThreads,
-                                        stages * stage_bytes<T, HD>(), stream>>>(a, g.small_begin);
+      pdl_launch(attention_part_kernel<T, HD, 4>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(kThreads),
+                 stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
     else
-      attention_part_kernel<T, HD, 1><<<dim3(g.small_end - g.small_begin, a.kv_heads), 32,
-                                        stages * stage_bytes<T, HD>(), stream>>>(a, g.small_begin);
+      pdl_launch(attention_part_kernel<T, HD, 1>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32),
+                 stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
     VB_CUDA_LAUNCHED();
   }
   if (g.large_end > g.large_begin) {
-    attention_part_kernel<T, HD, 4><<<dim3(g.large_end - g.large_begin, a.kv_heads), kThreads,
-                                      stages * stage_bytes<T, HD>(), stream>>>(a, g.large_begin);
+    pdl_launch(attention_part_kernel<T, HD, 4>, dim3(g.large_end - g.large_begin, a.kv_heads), dim3(kThreads),
+               stages * stage_bytes<T, HD>(), stream, a, g.large_begin);
     VB_CUDA_LAUNCHED();
   }
   if (g.fold_end > g.fold_begin) {
-    attention_fold_kernel<T, HD><<<dim3(g.fold_end - g.fold_begin, a.kv_heads), kThreads, 2 * stage_bytes<T, HD>(),
-                                   stream>>>(a, g.fold_begin);
+    pdl_launch(attention_fold_kernel<T, HD>, dim3(g.fold_end - g.fold_begin, a.kv_heads), dim3(kThreads),
+               2 * stage_bytes<T, HD>(), stream, a, g.fold_begin);
     VB_CUDA_LAUNCHED();
   }
 }
@@ -502,7 +505,7 @@ void dispatch_hd(const AttnArgs& a, const AttnLaunch& g, cudaStream_t stream) {
 template <typename T, int HD>
 void launch_merge(const AttnArgs& a, const int32_t* tokens, const int32_t* parts, int count, cudaStream_t stream) {
   const int warps = count * a.heads;
-  merge_kernel<T, HD><<<ceil_div(warps, 4), 128, 0, stream>>>(a, tokens, parts, count);
+  pdl_launch(merge_kernel<T, HD>, dim3(ceil_div(warps, 4)), dim3(128), 0, stream, a, tokens, parts, count);
   VB_CUDA_LAUNCHED();
 }
 

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/cuda/kernels.h"
@@ -83,5 +84,34 @@ template <> __device__ __forceinline__ void mma16816<f16>(float c[4], const uint
 }
 
 inline int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
+
+// Programmatic dependent launch (sm_90): a kernel started by pdl_launch may be scheduled while the
+// kernel before it in the stream finishes its last wave, so its launch cost hides behind that
+// tail. Every such kernel calls pdl_begin() as its first statement, in every CTA, before any
+// memory access or early return: griddepcontrol.wait returns only once the previous grid has
+// completed and its writes are visible, so the kernel sees exactly what a plain launch would
+// (scheduling only: no arithmetic or order changes). launch_dependents then lets the next
+// kernel's CTAs be scheduled once every CTA of this one has started. Both are no-ops without a
+// programmatic dependency (VERBATIM_PDL=0: plain launches).
+__device__ __forceinline__ void pdl_begin() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+template <typename... KArgs, typename... Args>
+void pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  VB_CUDA(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
 
 }  // namespace verbatim::cuda

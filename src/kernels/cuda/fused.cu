@@ -58,6 +58,7 @@ constexpr int kWarps = 2;  // (token, head) warps per qkv_post block: more block
 
 template <typename T>
 __global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
+  pdl_begin();  // before any memory access or return (common.cuh)
   extern __shared__ __align__(16) float rows_smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int heads_all = p.nh + 2 * p.nkv;
@@ -112,6 +113,7 @@ template <typename T>
 __global__ void __launch_bounds__(1024) add_rmsnorm_from_kernel(T* __restrict__ h, GemmResult d, int64_t rows, int D,
                                                                 const float* __restrict__ w, float eps,
                                                                 T* __restrict__ y, bool vec) {
+  pdl_begin();  // before any memory access or return (common.cuh)
   extern __shared__ __align__(16) float rowf[];
   const int64_t r = blockIdx.x;
   if (r >= rows) return;
@@ -149,6 +151,7 @@ __global__ void __launch_bounds__(1024) add_rmsnorm_from_kernel(T* __restrict__ 
 // 4 consecutive outputs per thread when vec (D % 4 == 0), else one; same formula per element.
 template <typename T>
 __global__ void silu_mul_from_kernel(GemmResult gu, int64_t T_, int64_t D, T* __restrict__ out, bool vec) {
+  pdl_begin();  // before any memory access or return (common.cuh)
   const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (vec) {
     if (idx >= T_ * D / 4) return;
@@ -194,8 +197,10 @@ void qkv_post(const QkvPost& p, int T, DType t, cudaStream_t stream) {
   const int blocks = ceil_div(warps, kWarps);
   const size_t smem = size_t(kWarps) * p.hd * sizeof(float);
   const bool vec = p.hd % 4 == 0 && gemm_vec4_ok(p.in);
-  if (t == DType::BF16) qkv_post_kernel<bf16><<<blocks, kWarps * 32, smem, stream>>>(p, T, vec);
-  else qkv_post_kernel<f16><<<blocks, kWarps * 32, smem, stream>>>(p, T, vec);
+  if (t == DType::BF16)
+    pdl_launch(qkv_post_kernel<bf16>, dim3(blocks), dim3(kWarps * 32), smem, stream, p, T, vec);
+  else
+    pdl_launch(qkv_post_kernel<f16>, dim3(blocks), dim3(kWarps * 32), smem, stream, p, T, vec);
   VB_CUDA_LAUNCHED();
 }
 
@@ -208,11 +213,11 @@ void add_rmsnorm_from(void* h, const GemmResult& d, int64_t rows, int D, const f
   const int threads = rownorm_threads(D);
   const size_t smem = rownorm_smem(D);
   if (t == DType::BF16)
-    add_rmsnorm_from_kernel<bf16><<<unsigned(rows), threads, smem, stream>>>(static_cast<bf16*>(h), d, rows, D, w, eps,
-                                                                             static_cast<bf16*>(y), vec);
+    pdl_launch(add_rmsnorm_from_kernel<bf16>, dim3(unsigned(rows)), dim3(threads), smem, stream, static_cast<bf16*>(h),
+               d, rows, D, w, eps, static_cast<bf16*>(y), vec);
   else
-    add_rmsnorm_from_kernel<f16><<<unsigned(rows), threads, smem, stream>>>(static_cast<f16*>(h), d, rows, D, w, eps,
-                                                                            static_cast<f16*>(y), vec);
+    pdl_launch(add_rmsnorm_from_kernel<f16>, dim3(unsigned(rows)), dim3(threads), smem, stream, static_cast<f16*>(h), d,
+               rows, D, w, eps, static_cast<f16*>(y), vec);
   VB_CUDA_LAUNCHED();
 }
 
@@ -222,9 +227,11 @@ void silu_mul_from(const GemmResult& gu, int64_t T, int64_t D, DType t, void* ou
   const int threads = 64;  // small blocks: a decode step's few rows still spread over many SMs
   const int blocks = ceil_div(vec ? T * D / 4 : T * D, threads);
   if (t == DType::BF16)
-    silu_mul_from_kernel<bf16><<<blocks, threads, 0, stream>>>(gu, T, D, static_cast<bf16*>(out), vec);
+    pdl_launch(silu_mul_from_kernel<bf16>, dim3(blocks), dim3(threads), 0, stream, gu, T, D, static_cast<bf16*>(out),
+               vec);
   else
-    silu_mul_from_kernel<f16><<<blocks, threads, 0, stream>>>(gu, T, D, static_cast<f16*>(out), vec);
+    pdl_launch(silu_mul_from_kernel<f16>, dim3(blocks), dim3(threads), 0, stream, gu, T, D, static_cast<f16*>(out),
+               vec);
   VB_CUDA_LAUNCHED();
 }
 

@@ -71,6 +71,7 @@ __device__ __forceinline__ void store_tile(const GemmArgs& a, const float (&acc)
 
 template <typename T, int MT, int NT, int U>
 __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
+  pdl_begin();  // before any memory access or return (common.cuh)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gid = lane >> 2, tig = lane & 3;
   const int n_base = (blockIdx.y * kWarps + warp) * NT * 8;
@@ -170,6 +171,7 @@ constexpr size_t v2_smem_bytes() {
 
 template <typename T, int MT, int NT, int S>
 __global__ void __launch_bounds__(kWarps * 32) gemm_v2_kernel(GemmArgs a) {
+  pdl_begin();  // before any memory access or return (common.cuh)
   static_assert(S >= 2, "cp.async pipeline needs two stages at least");
   constexpr int F = NT + 2 * MT;  // 16-byte fragments per thread per chunk: NT of W, 2·MT of x
   extern __shared__ uint4 v2_smem[];
@@ -265,6 +267,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_v2_kernel(GemmArgs a) {
 template <typename T>
 __global__ void gemm_reduce_kernel(const float* __restrict__ partial, int M, int N, int split, void* y, float* y32,
                                    int ldy) {
+  pdl_begin();  // before any memory access or return (common.cuh)
   const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 2;
   const int64_t total = int64_t(M) * N;
   if (i >= total) return;
@@ -285,7 +288,7 @@ __global__ void gemm_reduce_kernel(const float* __restrict__ partial, int M, int
 template <typename T, int MT, int NT, int U>
 void launch(const GemmArgs& a, int split, cudaStream_t stream) {
   dim3 grid(ceil_div(a.M, MT * 16), ceil_div(a.N, kWarps * NT * 8), split);
-  gemm_kernel<T, MT, NT, U><<<grid, kWarps * 32, 0, stream>>>(a);
+  pdl_launch(gemm_kernel<T, MT, NT, U>, dim3(grid), dim3(kWarps * 32), 0, stream, a);
   VB_CUDA_LAUNCHED();
 }
 
@@ -302,7 +305,7 @@ void launch_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
 template <typename T, int MT, int NT, int S>
 void launch_v2(const GemmArgs& a, int split, cudaStream_t stream) {
   dim3 grid(ceil_div(a.M, MT * 16), ceil_div(a.N, kWarps * NT * 8), split);
-  gemm_v2_kernel<T, MT, NT, S><<<grid, kWarps * 32, v2_smem_bytes<MT, NT, S>(), stream>>>(a);
+  pdl_launch(gemm_v2_kernel<T, MT, NT, S>, dim3(grid), dim3(kWarps * 32), v2_smem_bytes<MT, NT, S>(), stream, a);
   VB_CUDA_LAUNCHED();
 }
 
@@ -437,9 +440,11 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
       const int threads = 256;
       const int blocks = ceil_div(pairs, threads);
       if (t == DType::BF16)
-        gemm_reduce_kernel<bf16><<<blocks, threads, 0, stream>>>(workspace, s.M, N, split, s.y, s.y32, ldy);
+        pdl_launch(gemm_reduce_kernel<bf16>, dim3(blocks), dim3(threads), 0, stream, workspace, s.M, N, split, s.y,
+                   s.y32, ldy);
       else
-        gemm_reduce_kernel<f16><<<blocks, threads, 0, stream>>>(workspace, s.M, N, split, s.y, s.y32, ldy);
+        pdl_launch(gemm_reduce_kernel<f16>, dim3(blocks), dim3(threads), 0, stream, workspace, s.M, N, split, s.y,
+                   s.y32, ldy);
       VB_CUDA_LAUNCHED();
     }
   }

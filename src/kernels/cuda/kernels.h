@@ -19,6 +19,10 @@ void check(cudaError_t e, const char* what, const char* file, int line);
 #define VB_CUDA(x) ::verbatim::cuda::check((x), #x, __FILE__, __LINE__)
 #define VB_CUDA_LAUNCHED() ::verbatim::cuda::check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
 
+// Whether the glue and GEMM kernels are launched as programmatic dependent launches (common.cuh
+// pdl_launch: scheduling only, same bits). On unless VERBATIM_PDL=0 in the environment (read once).
+bool pdl_enabled();
+
 // ---- GEMM (gemm.cu): y[M, N] = x[M, K] · W[N, K]^T on tensor cores (mma.sync m16n8k16, fp32
 // accumulation). Per output element: K is cut into `split` segments of equal length (a multiple
 // of 32, fixed by (N, K) through gemm_split_for), each summed by one warp in ascending 32-wide

@@ -12,6 +12,7 @@ template <typename T>
 __global__ void __launch_bounds__(1024) rmsnorm_kernel(const T* __restrict__ x, RowMap xm, int64_t rows, int D,
                                                        const float* __restrict__ w, float eps, T* __restrict__ y,
                                                        RowMap ym, bool vec) {
+  pdl_begin();  // before any memory access or return (common.cuh)
   extern __shared__ __align__(16) float rowf[];
   const int64_t r = blockIdx.x;
   if (r >= rows) return;
@@ -42,6 +43,7 @@ template <typename T>
 __global__ void __launch_bounds__(1024) add_rmsnorm_kernel(T* __restrict__ h, const T* __restrict__ d, int64_t rows,
                                                            int D, const float* __restrict__ w, float eps,
                                                            T* __restrict__ y) {
+  pdl_begin();  // before any memory access or return (common.cuh)
   extern __shared__ __align__(16) float rowf[];
   const int64_t r = blockIdx.x;
   if (r >= rows) return;
@@ -77,11 +79,11 @@ void rmsnorm(const void* x, RowMap xm, int64_t rows, int D, const float* w, floa
   const int threads = rownorm_threads(D);
   const size_t smem = rownorm_smem(D);
   if (t == DType::BF16)
-    rmsnorm_kernel<bf16><<<unsigned(rows), threads, smem, stream>>>(static_cast<const bf16*>(x), xm, rows, D, w, eps,
-                                                                    static_cast<bf16*>(y), ym, vec);
+    pdl_launch(rmsnorm_kernel<bf16>, dim3(unsigned(rows)), dim3(threads), smem, stream, static_cast<const bf16*>(x), xm,
+               rows, D, w, eps, static_cast<bf16*>(y), ym, vec);
   else
-    rmsnorm_kernel<f16><<<unsigned(rows), threads, smem, stream>>>(static_cast<const f16*>(x), xm, rows, D, w, eps,
-                                                                   static_cast<f16*>(y), ym, vec);
+    pdl_launch(rmsnorm_kernel<f16>, dim3(unsigned(rows)), dim3(threads), smem, stream, static_cast<const f16*>(x), xm,
+               rows, D, w, eps, static_cast<f16*>(y), ym, vec);
   VB_CUDA_LAUNCHED();
 }
 
@@ -92,10 +94,10 @@ void add_rmsnorm(void* h, const void* d, int64_t rows, int D, const float* w, fl
   const int threads = rownorm_threads(D);
   const size_t smem = rownorm_smem(D);
   if (t == DType::BF16)
-    add_rmsnorm_kernel<bf16><<<unsigned(rows), threads, smem, stream>>>(
+    pdl_launch(add_rmsnorm_kernel<bf16>, dim3(unsigned(rows)), dim3(threads), smem, stream, 
         static_cast<bf16*>(h), static_cast<const bf16*>(d), rows, D, w, eps, static_cast<bf16*>(y));
   else
-    add_rmsnorm_kernel<f16><<<unsigned(rows), threads, smem, stream>>>(
+    pdl_launch(add_rmsnorm_kernel<f16>, dim3(unsigned(rows)), dim3(threads), smem, stream, 
         static_cast<f16*>(h), static_cast<const f16*>(d), rows, D, w, eps, static_cast<f16*>(y));
   VB_CUDA_LAUNCHED();
 }
