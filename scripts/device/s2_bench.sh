@@ -10,7 +10,9 @@
 # Files back in $OUT (<= 4): s2_bench.json (every run merged + a summary per arch), s2_bench.log,
 # cuda_ops_test.log, cuda_model_test.log.
 # Env: BUDGET (s, default 540), ARCHS (default "qwen3-0.6b qwen3-1.7b qwen3-8b"), HF (1: run the
-# peer), TESTS (1), STEPS (32), COMMIT (recorded in the JSON; default: git rev-parse HEAD if any).
+# peer), TESTS (1), STEPS (32), COMMIT (recorded in the JSON; default: git rev-parse HEAD if any),
+# PDL_AB (1: 0.6B contract also with VERBATIM_PDL=0), WIDE64_AB (1: at the end, if time is left,
+# 0.6B and 8B contract also with VERBATIM_GEMM_WIDE64=1).
 source "$(dirname "$0")/common.sh"
 BUDGET=${BUDGET:-540}
 read -r -a ARCH_LIST <<< "${ARCHS:-qwen3-0.6b qwen3-1.7b qwen3-8b}"
@@ -126,6 +128,15 @@ for a in "${ARCH_LIST[@]}"; do
   [ "$a" = qwen3-0.6b ] && pdl_ab
 done
 for a in "${ARCH_LIST[@]}"; do [ -f "$WORK/m-$a.done" ] && hf "$a"; done
+# Last, for information (WIDE64_AB=1): the 64x32 GEMM tile for 33..64 rows (VERBATIM_GEMM_WIDE64=1,
+# opt-in, same bits): the GEMM tests with it, then 0.6B and 8B contract with it.
+if [ "${WIDE64_AB:-1}" = 1 ] && [ "$(left)" -gt 40 ]; then
+  VERBATIM_GEMM_WIDE64=1 timeout 40 "$BIN/cuda_ops_test" --gtest_filter='*Gemm*' > "$WORK/gemm_wide64_test.log" 2>&1
+  say "cuda_ops_test *Gemm* with VERBATIM_GEMM_WIDE64=1: rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$WORK/gemm_wide64_test.log" | tr '\n' ' ')"
+  for a in qwen3-0.6b qwen3-8b; do
+    [ -f "$WORK/m-$a.done" ] && VERBATIM_GEMM_WIDE64=1 eb "$a" contract_wide64 contract
+  done
+fi
 kill $MK 2> /dev/null
 if [ -n "$MT" ]; then
   while kill -0 $MT 2> /dev/null && [ "$(left)" -gt 5 ]; do sleep 2; done

@@ -32,7 +32,7 @@ def main():
     for arch in sorted(runs, key=lambda a: (ARCH_ORDER.index(a) if a in ARCH_ORDER else 99, a)):
         r = runs[arch]
         dec = {}
-        for mode in ("contract", "fast", "contract_nopdl"):
+        for mode in ("contract", "fast", "contract_nopdl", "contract_wide64"):
             for row in (r.get(mode) or {}).get("decode", []):
                 e = dec.setdefault(str(row["batch"]), {})
                 e[mode + "_ms"] = round(row["median_ms"], 4)
@@ -63,7 +63,9 @@ def main():
             lines.append("%-11s batch %2s: contract %7s ms (x%s bound), fast %7s ms, contract/fast %s, HF %s ms%s" % (
                 arch, b, e.get("contract_ms", "-"), e.get("contract_x_bound", "-"), e.get("fast_ms", "-"),
                 e.get("contract_over_fast", "-"), e.get("hf_ms", "-"),
-                ", contract without PDL %s ms" % e["contract_nopdl_ms"] if "contract_nopdl_ms" in e else ""))
+                (", contract without PDL %s ms" % e["contract_nopdl_ms"] if "contract_nopdl_ms" in e else "") +
+                (", contract with the wide 64-row GEMM tile %s ms" % e["contract_wide64_ms"]
+                 if "contract_wide64_ms" in e else "")))
         if pre:
             lines.append("%-11s prefill 2048: contract %s ms (%s TFLOP/s), fast %s ms (%s TFLOP/s), HF %s ms" % (
                 arch, pre.get("contract_ms", "-"), pre.get("contract_tflops", "-"), pre.get("fast_ms", "-"),

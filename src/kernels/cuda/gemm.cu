@@ -294,11 +294,21 @@ void launch(const GemmArgs& a, int split, cudaStream_t stream) {
 
 // The row tile follows M (speed only; see the header comment): small M holds one 16-row MMA tile
 // per warp and streams W with deep unrolling; large M holds 64 rows x 32 columns per warp.
+// VERBATIM_GEMM_WIDE64=1 (read once; opt-in until measured): rows 33..64 use the 64x32 tile of
+// M > 64, so each warp re-reads x for twice as many columns (x traffic from L2 halves, half as
+// many warps). Same MMAs per element either way: GemmRowBitsAreTheSameForEveryM covers both tiles.
+bool wide64() {
+  static const bool on = [] {
+    const char* e = std::getenv("VERBATIM_GEMM_WIDE64");
+    return e && std::string(e) == "1";
+  }();
+  return on;
+}
 template <typename T>
 void launch_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   if (a.M <= 16) return launch<T, 1, 2, 4>(a, split, stream);
   if (a.M <= 32) return launch<T, 2, 2, 4>(a, split, stream);
-  if (a.M <= 64) return launch<T, 4, 2, 2>(a, split, stream);
+  if (a.M <= 64 && !wide64()) return launch<T, 4, 2, 2>(a, split, stream);
   return launch<T, 4, 4, 2>(a, split, stream);
 }
 
@@ -395,7 +405,7 @@ std::string gemm_tile_name(int M) {
   }
   if (M <= 16) return "mma16816:m16n16u4";
   if (M <= 32) return "mma16816:m32n16u4";
-  if (M <= 64) return "mma16816:m64n16u2";
+  if (M <= 64 && !wide64()) return "mma16816:m64n16u2";
   return "mma16816:m64n32u2";
 }
 
