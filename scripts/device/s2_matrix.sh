@@ -81,8 +81,10 @@ wait_done() {
 make_folder() {  # arch out
   local std=0.02
   [ "$1" = tiny ] && std=0.05  # the tiny shape's greedy loops at 0.05 (docs/speculative.md)
-  "$VB" make-model --arch "$1" --seed 1 --init-std $std --dtype bfloat16 --out "$2" > "$2.log" 2>&1 &&
-    [ -f "$2/config.json" ] && touch "$2.done" || touch "$2.done.failed"
+  "$VB" make-model --arch "$1" --seed 1 --init-std $std --dtype bfloat16 --out "$2" > "$2.log" 2>&1 &
+  local p=$!
+  echo "$p" >> "$WORK/pids"  # stopped at the end if still running (the next script needs the CPU)
+  if wait "$p" && [ -f "$2/config.json" ]; then touch "$2.done"; else touch "$2.done.failed"; fi
 }
 
 http_get() {  # URL: prints the status, then the body
