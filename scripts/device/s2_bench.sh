@@ -34,11 +34,12 @@ say "gpu: $(gpu_facts 2> /dev/null || echo none)"
 say "commit: $COMMIT budget: $BUDGET s archs: ${ARCH_LIST[*]} hf: $HF tests: $TESTS"
 BIN=$(dirname "$VB")
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
-# Programmatic dependent launches (VERBATIM_PDL, on by default since the commit after 548790e)
-# had not run on a GPU when this script was written: cuda_ops_test runs with them first, and if
-# it fails and passes with VERBATIM_PDL=0, everything after runs with VERBATIM_PDL=0 (said in
-# the log and the JSON). PDL_AB=1 also times 0.6B contract with them off and compares the logits
-# of dump-logits with them on and off byte for byte.
+# Programmatic dependent launches (VERBATIM_PDL, on by default since 44a377e; the backend's
+# stream only, the op tests' default stream launches plainly) had not run on a GPU when this
+# script was written. Guards: if cuda_ops_test fails and passes with VERBATIM_PDL=0, or the 0.6B
+# logits of dump-logits differ with PDL on and off (or a run fails), or an engine-bench writes
+# nothing, the rest of the run uses VERBATIM_PDL=0 (said in the log and the JSON). cuda_model_test
+# (GPU 1) runs with PDL. PDL_AB=1 also times 0.6B contract with VERBATIM_PDL=0.
 PDL_AB=${PDL_AB:-1}
 MT=
 if [ "$TESTS" = 1 ]; then

@@ -92,7 +92,8 @@ inline int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 // completed and its writes are visible, so the kernel sees exactly what a plain launch would
 // (scheduling only: no arithmetic or order changes). launch_dependents then lets the next
 // kernel's CTAs be scheduled once every CTA of this one has started. Both are no-ops without a
-// programmatic dependency (VERBATIM_PDL=0: plain launches).
+// programmatic dependency (VERBATIM_PDL=0, or the legacy default stream the op tests use: plain
+// launches; the backend's own stream gets them).
 __device__ __forceinline__ void pdl_begin() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -110,7 +111,7 @@ void pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cu
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cfg.numAttrs = pdl_enabled() && stream != nullptr ? 1 : 0;  // the legacy default stream: plain
   VB_CUDA(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 
