@@ -19,6 +19,7 @@
 #include "engine/scheduler.h"
 #include "engine/spec_decode.h"
 #include "model/make_model.h"
+#include "support/engine_runs.h"
 #include "support/paths.h"
 
 using namespace verbatim;
@@ -183,20 +184,13 @@ TEST(SpecScheduler, DraftsTakeLeftoversAndRejectedBlocksGoBack) {
 
 // ----- the engine -------------------------------------------------------------------------------
 
-struct Outcome {
-  std::vector<int32_t> tokens;
-  std::vector<uint32_t> logprob_bits;  // per token: id, logprob bits, then each top entry's id and bits
-  FinishReason reason = FinishReason::None;
-  std::string error;
-  bool operator==(const Outcome& o) const {
-    return tokens == o.tokens && logprob_bits == o.logprob_bits && reason == o.reason;
-  }
-};
-
-struct Request {
-  std::vector<int32_t> prompt;
-  SamplingParams params;
-};
+// Outcome, EngineRequest, drain, run_together, random_ids, repeated_ids: tests/support/engine_runs.h
+// (shared with the GPU matrix, tests/cuda_invariance_test.cpp).
+using test::Outcome;
+using Request = test::EngineRequest;
+using test::random_ids;
+using test::repeated_ids;
+using test::run_together;
 
 // The make-model tiny shape (real 151,936-token vocabulary), made once per test process. Init std
 // 0.05 (the real shapes' default) rather than tiny's 0.1: greedy decoding then loops, as
@@ -260,39 +254,6 @@ EngineOptions spec(int k, EngineOptions o = {}) {
   return o;
 }
 
-void drain(Engine& e, std::map<uint64_t, Outcome>& out) {
-  for (int guard = 0; e.has_work(); ++guard) {
-    ASSERT_LT(guard, 100000) << "engine never went idle";
-    for (const RequestUpdate& u : e.step()) {
-      Outcome& o = out[u.id];
-      for (const TokenLogprob& t : u.tokens) {
-        o.tokens.push_back(t.token);
-        o.logprob_bits.push_back(uint32_t(t.token));
-        o.logprob_bits.push_back(f32_bits(t.logprob));
-        for (const auto& [id, lp] : t.top) {
-          o.logprob_bits.push_back(uint32_t(id));
-          o.logprob_bits.push_back(f32_bits(lp));
-        }
-      }
-      if (u.finished) {
-        EXPECT_EQ(o.reason, FinishReason::None) << "two final updates";
-        o.reason = u.reason;
-        o.error = u.error;
-      }
-    }
-  }
-}
-
-std::vector<Outcome> run_together(Engine& e, const std::vector<Request>& reqs) {
-  std::vector<uint64_t> ids;
-  for (const Request& r : reqs) ids.push_back(e.add(r.prompt, r.params));
-  std::map<uint64_t, Outcome> out;
-  drain(e, out);
-  std::vector<Outcome> res;
-  for (uint64_t id : ids) res.push_back(out[id]);
-  return res;
-}
-
 // Each request alone in a fresh engine, prefix cache off.
 std::vector<Outcome> run_alone(const std::string& model, const std::vector<Request>& reqs, EngineOptions o = {},
                                EngineStats* total = nullptr) {
@@ -309,21 +270,6 @@ std::vector<Outcome> run_alone(const std::string& model, const std::vector<Reque
   return res;
 }
 
-std::vector<int32_t> random_ids(int vocab, uint64_t stream, int n) {
-  std::vector<int32_t> v;
-  for (int i = 0; i < n; ++i) v.push_back(int32_t(sample_uniform(5, stream, i) * float(vocab)));
-  return v;
-}
-
-// A token-id pattern of `period` ids repeated to `len` tokens: greedy decoding tends to keep
-// looping, so n-gram drafts get accepted.
-std::vector<int32_t> repeated(int vocab, uint64_t stream, int period, int len) {
-  const std::vector<int32_t> pat = random_ids(vocab, stream, period);
-  std::vector<int32_t> v;
-  for (int i = 0; i < len; ++i) v.push_back(pat[size_t(i % period)]);
-  return v;
-}
-
 // 12 requests (6 for the 151,936-id vocabulary, whose lm_head and sampling dominate the run time):
 // kinds cycle repetitive / repetitive then a random tail / random; greedy and seeded alternate,
 // the seeded ones at temperatures 0.15 / 0.3 / 0.6 / 0.9 (low ones loop, so their drafts get
@@ -336,9 +282,9 @@ std::vector<Request> mixed_requests(int vocab, int max_tokens = 28) {
   for (int r = 0; r < (big ? 6 : 12); ++r) {
     Request q;
     const uint64_t st = uint64_t(r);
-    if (r % 3 == 0) q.prompt = repeated(vocab, st, 3 + r % 5, 30 + r);
+    if (r % 3 == 0) q.prompt = repeated_ids(vocab, st, 3 + r % 5, 30 + r);
     else if (r % 3 == 1) {
-      q.prompt = repeated(vocab, st, 4 + r % 3, 24);
+      q.prompt = repeated_ids(vocab, st, 4 + r % 3, 24);
       for (int32_t t : random_ids(vocab, 100 + st, 5 + r)) q.prompt.push_back(t);
     } else {
       q.prompt = random_ids(vocab, 200 + st, 9 + 3 * r);
@@ -481,7 +427,7 @@ TEST_P(SpecDecode, RepetitivePromptsAcceptMostDrafts) {
   std::vector<Request> reqs;
   for (int r = 0; r < 8; ++r) {
     Request q;
-    q.prompt = repeated(vocab, uint64_t(50 + r), 1 + r % 2, 36);  // a token, or a pair, repeated
+    q.prompt = repeated_ids(vocab, uint64_t(50 + r), 1 + r % 2, 36);  // a token, or a pair, repeated
     q.params.temperature = 0.0f;
     q.params.max_tokens = 48;
     reqs.push_back(std::move(q));
