@@ -220,8 +220,8 @@ lane_b() {
 say "s2_matrix: budget ${BUDGET} s, commit $COMMIT"
 say "gpu: $(gpu_facts 2> /dev/null | tr '\n' ';')"
 NG=$(nvidia-smi -L 2> /dev/null | wc -l)
-GPU_A=0
-GPU_B=$([ "$NG" -gt 1 ] && echo 1 || echo 0)
+GPU_A=${GPU_A:-0}
+GPU_B=${GPU_B:-$([ "$NG" -gt 1 ] && echo 1 || echo 0)}
 say "lanes: A on GPU $GPU_A, B on GPU $GPU_B ($NG visible)"
 for b in "$VB" "$TEST"; do [ -x "$b" ] || say "missing: $b"; done
 
