@@ -14,6 +14,7 @@
 // interact in an MMA, and a row skips tiles past its own position, so a row's result depends on
 // its q and on K/V at positions 0..pos only: not on which other rows share the CTA.
 #include <atomic>
+#include <cstdlib>
 #include <algorithm>
 #include <string>
 
@@ -604,6 +605,8 @@ void attention_prepare() {
                   &prepare_hd<f16, 128>, &prepare_hd<f16, 256>})
     (*f)();
   (void)sm_count();
+  // VERBATIM_ATTN_SMALL_WARPS=1|4 forces the small-item kernel (diagnosis; same bits either way).
+  if (const char* e = std::getenv("VERBATIM_ATTN_SMALL_WARPS")) set_attention_small_item_warps(std::atoi(e));
   done.fetch_or(bit, std::memory_order_acq_rel);
 }
 

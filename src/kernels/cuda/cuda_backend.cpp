@@ -373,6 +373,19 @@ struct CudaBackend::Impl {
   bool graphs_broken = false;
   int32_t* g_in = nullptr;   // fixed-address inputs of graph steps
   int32_t* hg_in = nullptr;  // pinned staging
+  // Recorded after each upload from pinned staging (h_in, hg_in). A step without logit rows (a
+  // middle prefill chunk) returns without a sync, so its upload can still be queued behind the
+  // previous kernels when the host prepares the next step: wait for it before rewriting staging.
+  cudaEvent_t staging_read = nullptr;
+  bool staging_pending = false;
+  void wait_staging() {
+    if (staging_pending) VB_CUDA(cudaEventSynchronize(staging_read));
+    staging_pending = false;
+  }
+  void staging_uploaded() {
+    VB_CUDA(cudaEventRecord(staging_read, stream));
+    staging_pending = true;
+  }
   size_t g_bt_cap = 0;       // block-table ints the graph layout holds
   size_t g_ints = 0;
   int scratch_slot = 0;      // a KV slot nobody owns: padded graph rows write there
@@ -432,6 +445,7 @@ CudaBackend::CudaBackend(ModelWeights weights, DType dtype, CudaOptions options)
   VB_CUDA(cudaGetDeviceProperties(&prop, m.device));
   m.name = std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
   VB_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
+  VB_CUDA(cudaEventCreateWithFlags(&m.staging_read, cudaEventDisableTiming));
   if (m.opt.fast) {
     cublas_check(cublasCreate(&m.cublas), "cublasCreate");
     cublas_check(cublasSetStream(m.cublas, m.stream), "cublasSetStream");
@@ -514,6 +528,7 @@ CudaBackend::~CudaBackend() {
                   static_cast<void*>(m.h_top_ids), static_cast<void*>(m.h_top_lps), static_cast<void*>(m.h_samp_in)})
     if (p) cudaFreeHost(p);
   if (m.cublas) cublasDestroy(m.cublas);
+  if (m.staging_read) cudaEventDestroy(m.staging_read);
   if (m.stream) cudaStreamDestroy(m.stream);
 }
 
@@ -658,6 +673,7 @@ void CudaBackend::Impl::forward(const ForwardBatch& b) {
   const size_t o_tok = 0, o_pos = o_tok + T, o_slot = o_pos + T, o_sb = o_slot + T, o_bt = o_sb + T,
                o_mt = o_bt + bt_total, o_mp = o_mt + n_merge, o_lr = o_mp + n_merge, o_it = (o_lr + R + 3) / 4 * 4,
                total = o_it + 4 * n_items;
+  wait_staging();  // before ensure_inputs too: it may free h_in
   ensure_inputs(total);
   int32_t* hi = h_in;
   for (int t = 0; t < T; ++t) {
@@ -675,6 +691,7 @@ void CudaBackend::Impl::forward(const ForwardBatch& b) {
   std::copy(b.logit_rows.begin(), b.logit_rows.end(), hi + o_lr);
   if (n_items) std::memcpy(hi + o_it, plan.items.data(), n_items * sizeof(AttnItem));
   VB_CUDA(cudaMemcpyAsync(d_in, h_in, total * 4, cudaMemcpyHostToDevice, stream));
+  staging_uploaded();
   Step st;
   st.T = T;
   st.tok = d_in + o_tok;
@@ -805,6 +822,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
   // each), items (kGraphMaxBatch * kGraphMaxParts * 4), block tables (g_bt_cap).
   const size_t o_tok = 0, o_pos = 64, o_slot = 128, o_sb = 192, o_mt = 256, o_mp = 320, o_it = 384,
                o_bt = o_it + size_t(kGraphMaxBatch) * kGraphMaxParts * 4;
+  wait_staging();  // hg_in may still be read by the previous upload
   if (bt_total > g_bt_cap || !g_in) {
     reset_graphs();  // the layout's addresses change: every captured graph is stale
     if (g_in) dfree(g_in, g_ints * 4);
@@ -848,6 +866,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
   }
   const size_t used = o_bt + bt_at;
   VB_CUDA(cudaMemcpyAsync(g_in, hg_in, used * 4, cudaMemcpyHostToDevice, stream));
+  staging_uploaded();
   const GraphKey key{bucket, fold ? 0 : parts_cap, part};
   auto it = graphs.find(key);
   if (it == graphs.end()) {
