@@ -3,7 +3,7 @@
 # bounded time on its seed corpus (fuzz/corpus/<target>) plus every past finding
 # (fuzz/regressions/<target>). Exits 1 when any target finds a crash, a sanitizer report or a
 # broken invariant; the reproducer is copied to build-fuzz/findings/<target>/.
-#   FUZZ_SECONDS   seconds per target (default 25)
+#   FUZZ_SECONDS   seconds per target (default 40: 8 targets, 2 at once, 160 s; docs/reliability.md)
 #   FUZZ_PARALLEL  targets run at once (default 2: one per core of the CI machine)
 #   FUZZ_TARGETS   space-separated subset (default: all of fuzz/targets.cmake)
 #   VERBATIM_BUILD_PREFIX=P   build folder Pfuzz (default build-)
@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=$ROOT/${VERBATIM_BUILD_PREFIX:-build-}fuzz
-SECONDS_PER=${FUZZ_SECONDS:-25}
+SECONDS_PER=${FUZZ_SECONDS:-40}
 PARALLEL=${FUZZ_PARALLEL:-2}
 t0=$(date +%s)
 
