@@ -67,6 +67,11 @@ TEST(Protocol, ErrorsNameTheParam) {
   EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 1})"), "presence_penalty");
   EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": "x"}], "unknown_field": 1})"), "(accepted)");
   EXPECT_EQ(excerpt(std::string(500, 'a')).size(), 43u);
+  // Stray UTF-8 continuation bytes count too (fuzz_protocol finding): at most 4 bytes a character.
+  EXPECT_LE(excerpt(std::string(500, '\x82')).size(), 4u * 40 + 3);
+  EXPECT_EQ(excerpt(std::string(500, '\x82')).substr(160), "...");
+  EXPECT_EQ(excerpt(std::string(30, 'a') + std::string(500, '\x82')).size(), 30u + 3 + 10 * 4 + 3);
+  EXPECT_EQ(excerpt("\xe2\x82\xac" + std::string(60, 'b')), "\xe2\x82\xac" + std::string(39, 'b') + "...");
 }
 
 class ChoiceStateTest : public ::testing::Test {

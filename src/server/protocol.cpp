@@ -292,12 +292,18 @@ json float_json(float f) { return std::isfinite(f) ? json(double(f)) : json(f < 
 
 std::string excerpt(const std::string& s, size_t max_chars) {
   std::string out;
-  size_t chars = 0;
+  size_t chars = 0, continuation = 3;  // 3: a continuation byte first is a character of its own
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = s[i];
-    if ((c & 0xC0) != 0x80) {
+    // A character is a lead byte and at most 3 continuation bytes; a longer run of stray
+    // continuation bytes (invalid UTF-8) counts as characters too, so the excerpt stays bounded
+    // (fuzz_protocol finding: 0x82 x 200 gave an excerpt of the whole run).
+    if ((c & 0xC0) != 0x80 || continuation == 3) {
       if (chars == max_chars) return out + "...";
       ++chars;
+      continuation = 0;
+    } else {
+      ++continuation;
     }
     out += (c < 0x20 || c == 0x7f) ? ' ' : char(c);
   }
