@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/hash.h"
 #include "engine/cpu_backend.h"
 #include "engine/engine.h"
 #include "kernels/ops.h"
@@ -79,6 +80,8 @@ std::unique_ptr<Backend> make_test_backend(DType dt, bool fast = false) {
 #ifdef VERBATIM_HAVE_CUDA
   CudaOptions o;
   o.fast = fast;
+  // VERBATIM_TEST_TP=N: the whole matrix on a tensor-parallel backend over N GPUs (issue 7).
+  o.tensor_parallel_size = std::max(1, std::atoi(env_or("VERBATIM_TEST_TP", "1").c_str()));
   return make_cuda_backend(model_dir(), dt, o);
 #else
   (void)dt;
@@ -177,6 +180,15 @@ class EngineInvariance : public ::testing::TestWithParam<DType> {
       Engine e(std::make_unique<BorrowedBackend>(*s.backend), o);
       s.reference = run_one_by_one(e, s.reqs);
       for (const Outcome& out : s.reference) ASSERT_TRUE(out.error.empty()) << out.error;
+      // One digest of every request's tokens and logprob bits: runs at different tensor-parallel
+      // sizes (or on other machines) compare by this line.
+      uint64_t h = 0;
+      for (const Outcome& out : s.reference) {
+        h = hash_combine(h, hash_bytes(out.tokens.data(), out.tokens.size() * sizeof(int32_t)));
+        h = hash_combine(h, hash_bytes(out.logprob_bits.data(), out.logprob_bits.size() * sizeof(uint32_t)));
+      }
+      std::printf("[engine invariance] reference outputs digest %s (tensor parallel %s)\n", hex64(h).c_str(),
+                  env_or("VERBATIM_TEST_TP", "1").c_str());
     }
     ASSERT_EQ(s.reference.size(), s.reqs.size()) << "the reference run failed earlier";
   }

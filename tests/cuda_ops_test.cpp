@@ -121,7 +121,7 @@ struct ScopedGemmKernel {
 };
 
 TEST_P(CudaOps, GemmRowBitsAreTheSameForEveryM) {
-  for (cuda::GemmKernel kernel : {cuda::GemmKernel::V1, cuda::GemmKernel::V2})
+  for (cuda::GemmKernel kernel : {cuda::GemmKernel::V1, cuda::GemmKernel::V2, cuda::GemmKernel::Tiled})
   for (const GemmShape& s : kShapes) {
     SCOPED_TRACE(std::string("gemm kernel ") + cuda::gemm_kernel_name(kernel));
     ScopedGemmKernel use(kernel);
@@ -181,16 +181,46 @@ std::vector<uint8_t> gemm_bytes(const DevBuf& x, int M, int K, const DevBuf& w, 
   return to_host<uint8_t>(y, bytes);
 }
 
-// The v2 kernel (cp.async pipeline) issues v1's MMAs in v1's order, so it must give v1's bits:
-// every M from 1 to 70 (all v2 tiles and their edges) and past v2's range, the model's shapes
-// (Qwen3-0.6B qkv/o/gate_up/down), ragged N (N % 16 == 8) and K (K % 32 != 0), rounded, fp32
-// and partial outputs, the contract's split and other splits.
-TEST_P(CudaOps, GemmV2IsV1BitForBit) {
+// v2 (cp.async pipeline per thread) and the tiled kernel (CTA tiles in shared memory, segments
+// added in the kernel or by the reduce) issue v1's MMAs in v1's order, so they must give v1's
+// bits: every M from 1 to 70 (the small tiles and their edges) and the large tile's edges (128,
+// 129, 257, 300), the model's shapes (Qwen3-0.6B qkv/o/gate_up/down), ragged N (N % 16 == 8) and
+// K (K % 32 != 0), rounded, fp32 and partial outputs, the contract's split and other splits, and
+// the tiled kernel both adding the segments itself and leaving them to the reduce kernel.
+struct KernelUnderTest {
+  cuda::GemmKernel kernel;
+  cuda::GemmTuning tuning;
+  const char* name;
+};
+cuda::GemmTuning tuned(int combine, bool wide, int v1_m64, int unroll16 = 4) {
+  cuda::GemmTuning t;
+  t.v1_unroll16 = unroll16;
+  t.tiled_combine = combine;
+  t.tiled_wide = wide;
+  t.v1_m64 = v1_m64;
+  return t;
+}
+struct ScopedGemmTuning {
+  cuda::GemmTuning saved = cuda::gemm_tuning();
+  explicit ScopedGemmTuning(const cuda::GemmTuning& t) { cuda::set_gemm_tuning(t); }
+  ~ScopedGemmTuning() { cuda::set_gemm_tuning(saved); }
+};
+TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
   const GemmShape shapes[] = {{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072},
                               {512, 64},    {160, 128},   {520, 200},   {24, 1000}};
+  const KernelUnderTest kernels[] = {
+      {cuda::GemmKernel::V2, tuned(-1, false, 0), "v2"},
+      {cuda::GemmKernel::Tiled, tuned(1, false, 0), "tiled, segments added in the kernel"},
+      {cuda::GemmKernel::Tiled, tuned(0, false, 0), "tiled, segments to partials"},
+      {cuda::GemmKernel::Tiled, tuned(0, true, 0), "tiled, segments to partials, 128 x 256 tiles"},
+      {cuda::GemmKernel::V1, tuned(-1, false, 1), "v1, 64 x 32 tiles at 33..64 rows"},
+      {cuda::GemmKernel::V1, tuned(-1, false, 2), "v1, two 32-row tiles at 33..64 rows"},
+      {cuda::GemmKernel::V1, tuned(-1, false, 0, 8), "v1, 8 chunks per round at <= 16 rows"},
+      {cuda::GemmKernel::Auto, tuned(-1, false, 0), "auto, segments added in the kernel by size"},
+      {cuda::GemmKernel::Auto, cuda::GemmTuning{}, "auto, default knobs"}};
   int compared = 0;
   for (const GemmShape& s : shapes) {
-    const int Mmax = 100;
+    const int Mmax = 300;
     Values x = random_values(size_t(Mmax) * s.K, t(), 1.0f, 11), w = random_values(size_t(s.N) * s.K, t(), 0.05f, 12);
     DevBuf dx = to_device(x.raw), dw = to_device(w.raw);
     std::vector<int> splits = {cuda::gemm_split_for(s.N, s.K)};
@@ -198,42 +228,47 @@ TEST_P(CudaOps, GemmV2IsV1BitForBit) {
     if (splits[0] != 1) splits.push_back(1);
     std::vector<int> Ms(70);
     std::iota(Ms.begin(), Ms.end(), 1);
-    Ms.push_back(Mmax);
+    for (int m : {100, 128, 129, 257, 300}) Ms.push_back(m);
     for (int split : splits)
       for (int M : Ms)
         for (int what = 0; what < 3; ++what) {
-          if (what != 0 && M % 7 != 1 && M != 16 && M != 64) continue;  // fp32/partials: a sample of M
-          std::vector<uint8_t> v1, v2;
+          if (what != 0 && M % 7 != 1 && M != 16 && M != 64 && M != 129) continue;  // fp32/partials: a sample
+          std::vector<uint8_t> v1;
           {
             ScopedGemmKernel use(cuda::GemmKernel::V1);
+            ScopedGemmTuning tune(tuned(-1, false, 0));
             v1 = gemm_bytes(dx, M, s.K, dw, s.N, t(), split, what);
           }
-          {
-            ScopedGemmKernel use(cuda::GemmKernel::V2);
-            v2 = gemm_bytes(dx, M, s.K, dw, s.N, t(), split, what);
+          for (const KernelUnderTest& k : kernels) {
+            ScopedGemmKernel use(k.kernel);
+            ScopedGemmTuning tune(k.tuning);
+            const std::vector<uint8_t> other = gemm_bytes(dx, M, s.K, dw, s.N, t(), split, what);
+            ASSERT_EQ(v1.size(), other.size());
+            ASSERT_EQ(std::memcmp(v1.data(), other.data(), v1.size()), 0)
+                << k.name << " differs from v1: N " << s.N << " K " << s.K << " M " << M << " split " << split
+                << " output " << what;
+            ++compared;
           }
-          ASSERT_EQ(v1.size(), v2.size());
-          ASSERT_EQ(std::memcmp(v1.data(), v2.data(), v1.size()), 0)
-              << "v2 differs from v1: N " << s.N << " K " << s.K << " M " << M << " split " << split << " output "
-              << what;
-          ++compared;
         }
   }
-  EXPECT_GT(compared, 900);
-  // Control: the comparison sees one flipped input bit (v2 on another weight differs from v1).
+  EXPECT_GT(compared, 5000);
+  // Control: the comparison sees one flipped input bit (each kernel on another weight differs).
   const GemmShape s{1024, 2048};
-  Values x = random_values(size_t(8) * s.K, t(), 1.0f, 13), w = random_values(size_t(s.N) * s.K, t(), 0.05f, 14);
+  Values x = random_values(size_t(200) * s.K, t(), 1.0f, 13), w = random_values(size_t(s.N) * s.K, t(), 0.05f, 14);
   DevBuf dx = to_device(x.raw), dw = to_device(w.raw);
   std::vector<uint8_t> v1;
   {
     ScopedGemmKernel use(cuda::GemmKernel::V1);
-    v1 = gemm_bytes(dx, 8, s.K, dw, s.N, t(), cuda::gemm_split_for(s.N, s.K), 0);
+    v1 = gemm_bytes(dx, 200, s.K, dw, s.N, t(), cuda::gemm_split_for(s.N, s.K), 0);
   }
   w.raw[size_t(5) * s.K + 700] ^= 0x0100;  // an exponent bit of one weight of column 5
   DevBuf dw2 = to_device(w.raw);
-  ScopedGemmKernel use(cuda::GemmKernel::V2);
-  const std::vector<uint8_t> v2 = gemm_bytes(dx, 8, s.K, dw2, s.N, t(), cuda::gemm_split_for(s.N, s.K), 0);
-  EXPECT_NE(std::memcmp(v1.data(), v2.data(), v1.size()), 0);
+  for (const KernelUnderTest& k : kernels) {
+    ScopedGemmKernel use(k.kernel);
+    ScopedGemmTuning tune(k.tuning);
+    const std::vector<uint8_t> other = gemm_bytes(dx, 200, s.K, dw2, s.N, t(), cuda::gemm_split_for(s.N, s.K), 0);
+    EXPECT_NE(std::memcmp(v1.data(), other.data(), v1.size()), 0) << k.name;
+  }
 }
 
 // ---- RMSNorm, RoPE, SiLU-mul, add, embedding: the reference's bits.

@@ -24,3 +24,25 @@ r = random.Random(5)
 json.dump([[r.randrange(vocab) for _ in range(n)] for n in lens], open(out, "w"))
 PY
 }
+
+# Session-3 call scaffolding. call_setup NAME: a fresh work dir W=/tmp/NAME whose out/ becomes
+# $OUT (archived by call_finish as $FINAL/NAME.tgz: a call returns at most 8 files), the log
+# $FINAL/NAME.log, say/left against BUDGET (seconds), VB the carried verbatim.
+call_setup() {
+  CALL=$1
+  W=/tmp/$CALL && rm -rf "$W" && mkdir -p "$W/out"
+  FINAL=$OUT
+  OUT=$W/out
+  LOG=$FINAL/$CALL.log
+  : > "$LOG"
+  VB=$VB_BIN/verbatim
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  export NCCL_NVLS_ENABLE=0
+}
+say() { echo "[$SECONDS s] $*" | tee -a "$LOG"; }
+left() { echo $((${BUDGET:-300} - SECONDS)); }
+mk() {  # arch dir init_std: a make-model folder, marked dir.done once whole
+  "$VB" make-model --arch "$1" --seed 1 --init-std "$3" --dtype bfloat16 --out "$2" > "$2.log" 2>&1 &&
+    [ -f "$2/config.json" ] && touch "$2.done"
+}
+call_finish() { say "done"; tar czf "$FINAL/$CALL.tgz" -C "$OUT" .; }

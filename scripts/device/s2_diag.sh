@@ -4,7 +4,6 @@
 # --max-num-batched-tokens 64 --num-kv-blocks 48). Runs the case under each switch
 # (programmatic dependent launch off, multi-row graphs off) and under compute-sanitizer memcheck.
 cd "$(dirname "$0")/../.."
-mkdir -p .carry/bin && [ -f .carry/bin.tar.xz ] && tar xJf .carry/bin.tar.xz -C .carry/bin
 source scripts/device/common.sh
 T="$VB_BIN/cuda_invariance_test"
 "$VB_BIN/verbatim" make-model --arch qwen3-0.6b --seed 1 --init-std 0.02 --dtype bfloat16 --out /tmp/m06 > /dev/null 2>&1

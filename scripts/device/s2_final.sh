@@ -9,7 +9,7 @@
 #     its timings share GPU 1 with the tests, so its speed-ups are indicative only).
 # Results: $OUT/s2_final.tgz (every log and JSON) + the main logs beside it.
 cd "$(dirname "$0")/../.."
-mkdir -p .carry/bin && tar xJf .carry/bin.tar.xz -C .carry/bin
+VB_ROOT=$(pwd) source scripts/device/env.sh > /dev/null  # unpacks .carry/bin.tar.xz
 export NCCL_NVLS_ENABLE=0
 FINAL=$OUT
 R=/tmp/res && mkdir -p $R/tp $R/bench $R/matrix

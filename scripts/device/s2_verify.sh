@@ -4,7 +4,6 @@
 # the 8B run read garbage slots): the chunked-prefill case twice, the whole GPU matrix
 # (s2_matrix.sh, both GPUs, BUDGET s) with cuda_model_test beside it, then cuda_tp_test.
 cd "$(dirname "$0")/../.."
-mkdir -p .carry/bin && [ -f .carry/bin.tar.xz ] && tar xJf .carry/bin.tar.xz -C .carry/bin
 export NCCL_NVLS_ENABLE=0
 FINAL=$OUT
 R=/tmp/res && mkdir -p $R/matrix

@@ -12,6 +12,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <cstdlib>
 #include <vector>
 
 #include "cli/commands.h"
@@ -20,6 +21,8 @@
 #include "model/safetensors.h"
 #include "server/backend_factory.h"
 #ifdef VERBATIM_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
 #include "kernels/cuda/cuda_backend.h"
 #endif
 
@@ -32,6 +35,7 @@ struct BenchArgs {
   std::string tp_reduce = "allgather";  // cuda, TP > 1: allreduce = NCCL's sum (contract off), to time its cost
   std::vector<int> batches = {1, 8, 32, 64};
   int context = 1024, steps = 64, warmup = 5, prefill = 2048, prefill_reps = 5;
+  bool context_prefill = true;  // false: decode over the zeroed cache (same traffic; for profilers)
   double bandwidth = 4.3e12;  // bytes/s: the H200's measured copy bandwidth (design.md)
 };
 
@@ -43,6 +47,22 @@ double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[size_t(q * double(v.size() - 1) + 0.5)];
 }
+// Bytes in use on the device of `device` ("cuda" or "cuda:N"; 0 elsewhere): total - free.
+size_t device_used_bytes(const std::string& device) {
+#ifdef VERBATIM_HAVE_CUDA
+  if (device.rfind("cuda", 0) != 0) return 0;
+  const int index = device.size() > 5 ? std::atoi(device.c_str() + 5) : 0;
+  size_t free_b = 0, total = 0;
+  if (cudaSetDevice(index) != cudaSuccess || cudaFree(nullptr) != cudaSuccess ||
+      cudaMemGetInfo(&free_b, &total) != cudaSuccess)
+    return 0;
+  return total - free_b;
+#else
+  (void)device;
+  return 0;
+#endif
+}
+
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -76,6 +96,8 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--context", a->context, "Context length of every sequence before decoding")->capture_default_str();
   sub->add_option("--steps", a->steps, "Timed decode steps per batch size")->capture_default_str();
   sub->add_option("--prefill", a->prefill, "Prompt length of the prefill timing (0: skip)")->capture_default_str();
+  sub->add_flag("!--no-context-prefill", a->context_prefill,
+                "Decode over the zeroed cache instead of prefilled context (same bytes read; for profilers)");
   sub->add_option("--json", a->json_out, "Write the results here");
   sub->add_option("--tensor-parallel-size", a->tensor_parallel_size, "cuda: GPUs (1, 2, 4, 8), one thread each")
       ->capture_default_str();
@@ -88,6 +110,9 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
     bo.kernels = a->mode;
     bo.tensor_parallel_size = a->tensor_parallel_size;
     bo.tp_reduce = a->tp_reduce;
+    // Device memory in use before the backend exists (this process's context, other processes):
+    // the baseline of the memory figure below.
+    [[maybe_unused]] const size_t used_before = device_used_bytes(a->device);
     auto be = server::make_backend(a->device, a->model, dt, bo);
     const ModelConfig& c = be->config();
     const int max_b = *std::max_element(a->batches.begin(), a->batches.end());
@@ -123,7 +148,7 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
       tables.push_back(bt);
     }
     const double prefill_t0 = now_ms();
-    for (int s = 0; s < max_b; ++s)
+    for (int s = 0; s < (a->context_prefill ? max_b : 0); ++s)
       for (int p0 = 0; p0 < a->context; p0 += 2048) {
         ForwardBatch pb;
         pb.block_tables = tables;
@@ -193,7 +218,25 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
       std::printf("prefill %d tokens: median %.2f ms, %.1f TFLOP/s\n", a->prefill, med, flops / (med * 1e-3) / 1e12);
     }
 #ifdef VERBATIM_HAVE_CUDA
-    if (auto* cb = dynamic_cast<CudaBackend*>(be.get())) out["device_bytes_held"] = cb->device_bytes_held();
+    if (auto* cb = dynamic_cast<CudaBackend*>(be.get())) {
+      // After every batch and the prefill (buffers only grow), so the end is the peak. The target
+      // (issue 4): weights + the KV cache asked for + less than 1 GiB.
+      cb->synchronize();
+      const size_t used_after = device_used_bytes(a->device);
+      const double grown = double(used_after) - double(used_before);
+      const double wb = double(cb->weight_bytes()), kvb = double(cb->kv_bytes());
+      out["device_bytes_held"] = cb->device_bytes_held();
+      out["memory"] = {{"weights_bytes", wb},
+                       {"kv_bytes", kvb},
+                       {"backend_held_bytes", cb->device_bytes_held()},
+                       {"device_used_growth_bytes", grown},
+                       {"overhead_bytes", grown - wb - kvb},
+                       {"context_and_other_bytes_before", used_before}};
+      std::printf("memory: weights %.2f GiB + KV %.2f GiB, device use grew %.2f GiB: %.3f GiB beyond weights + KV "
+                  "(%.2f GiB in use before the backend)\n",
+                  wb / 1073741824.0, kvb / 1073741824.0, grown / 1073741824.0, (grown - wb - kvb) / 1073741824.0,
+                  double(used_before) / 1073741824.0);
+    }
 #endif
     if (!a->json_out.empty()) {
       std::ofstream f(a->json_out);

@@ -30,7 +30,7 @@ namespace {
 struct GemmBenchArgs {
   std::vector<std::string> archs = {"qwen3-0.6b", "qwen3-8b"};
   std::vector<int> ms = {1, 8, 32, 64};
-  std::vector<std::string> kernels = {"v1", "v2", "cublas"};
+  std::vector<std::string> kernels = {"v1", "tiled", "cublas"};
   double bandwidth = 4.3e12;
   std::string json_out;
 };
@@ -46,6 +46,27 @@ std::vector<Shape> linear_shapes(const ModelConfig& c) {
   const int nh = int(c.num_heads), nkv = int(c.num_kv_heads);
   return {{"qkv", (nh + 2 * nkv) * hd, H}, {"o", H, nh * hd}, {"gate_up", 2 * I, H}, {"down", H, I},
           {"lm_head", int(c.vocab_size), H}};
+}
+
+// "kernel[:knob]": v1 | v2 | tiled | auto, and one GemmTuning knob (kernels.h): combine,
+// nocombine, wide (tiled); m64n32, m32x2 (v1 at 33..64 rows); u8 (v1 at <= 16 rows). Sets the kernel and the tuning.
+cuda::GemmKernel kernel_named(const std::string& spec, cuda::GemmTuning* tuning = nullptr) {
+  const size_t colon = spec.find(':');
+  const std::string k = spec.substr(0, colon), knob = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  cuda::GemmTuning t;
+  if (knob == "combine") t.tiled_combine = 1;
+  else if (knob == "nocombine") t.tiled_combine = 0;
+  else if (knob == "wide") t.tiled_combine = 0, t.tiled_wide = true;
+  else if (knob == "m64n32") t.v1_m64 = 1;
+  else if (knob == "m32x2") t.v1_m64 = 2;
+  else if (knob == "u8") t.v1_unroll16 = 8;
+  else if (!knob.empty()) throw Error("gemm-bench: unknown knob '" + knob + "' in '" + spec + "'");
+  if (tuning) *tuning = t;
+  if (k == "v1") return cuda::GemmKernel::V1;
+  if (k == "v2") return cuda::GemmKernel::V2;
+  if (k == "tiled") return cuda::GemmKernel::Tiled;
+  if (k == "auto") return cuda::GemmKernel::Auto;
+  throw Error("gemm-bench: unknown kernel '" + spec + "' (v1, v2, tiled, auto[:knob], cublas)");
 }
 
 double median(std::vector<double> v) {
@@ -85,6 +106,8 @@ double time_graph(cudaStream_t stream, int launches, F&& enqueue) {
 }
 
 int run_gemm_bench(const GemmBenchArgs& a) {
+  for (const std::string& k : a.kernels)
+    if (k != "cublas") kernel_named(k);  // an unknown name fails here, before any capture
   cudaStream_t stream;
   VB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cublasHandle_t cublas;
@@ -107,8 +130,8 @@ int run_gemm_bench(const GemmBenchArgs& a) {
                          cudaMemcpyHostToDevice));
   };
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-11s %-8s %6s %6s %4s %3s %-7s %10s %9s %8s\n", "arch", "layer", "N", "K", "M", "spl", "kernel",
-              "us/launch", "TB/s(W)", "x bound");
+  std::printf("%-11s %-8s %6s %6s %4s %3s %-7s %10s %9s %8s %8s\n", "arch", "layer", "N", "K", "M", "spl", "kernel",
+              "us/launch", "TB/s(W)", "x bound", "TFLOP/s");
   for (const std::string& arch : a.archs) {
     const ModelConfig c = arch_config(arch, DType::BF16);
     for (const Shape& s : linear_shapes(c)) {
@@ -141,23 +164,28 @@ int run_gemm_bench(const GemmBenchArgs& a) {
                 throw Error("gemm-bench: cublasGemmEx failed");
               return;
             }
-            cuda::set_gemm_kernel(k == "v2" ? cuda::GemmKernel::V2 : cuda::GemmKernel::V1);
-            // As the backend: logits in fp32; the layers leave split-K partials for a fused consumer.
+            cuda::GemmTuning tune;
+            cuda::set_gemm_kernel(kernel_named(k, &tune));
+            cuda::set_gemm_tuning(tune);
+            // As the backend: logits in fp32; the layers leave split-K partials for a fused consumer
+            // unless the kernel adds the segments itself.
             cuda::GemmOut out;
             if (logits) out.y32 = static_cast<float*>(y);
             else out.y = y;
-            out.partials_only = !logits && split > 1;
+            out.partials_only = !logits && split > 1 && !cuda::gemm_sums_in_kernel(M, s.N, split);
             cuda::gemm(x, M, s.K, s.K, wi, s.N, DType::BF16, split, out, ws, ws_bytes, stream);
           };
           const double ms = time_graph(stream, launches, enqueue);
           const double tbs = double(wbytes) / (ms * 1e-3) / 1e12;
           const double bound_ms = double(wbytes) / a.bandwidth * 1e3;
-          std::printf("%-11s %-8s %6d %6d %4d %3d %-7s %10.2f %9.2f %8.2f\n", arch.c_str(), s.name.c_str(), s.N, s.K, M,
-                      split, k.c_str(), ms * 1e3, tbs, ms / bound_ms);
+          const double tflops = 2.0 * M * double(s.N) * s.K / (ms * 1e-3) / 1e12;
+          std::printf("%-11s %-8s %6d %6d %4d %3d %-7s %10.2f %9.2f %8.2f %8.1f\n", arch.c_str(), s.name.c_str(), s.N,
+                      s.K, M, split, k.c_str(), ms * 1e3, tbs, ms / bound_ms, tflops);
           std::fflush(stdout);
           rows.push_back({{"arch", arch}, {"layer", s.name}, {"N", s.N}, {"K", s.K}, {"M", M}, {"split", split},
                           {"kernel", k}, {"us_per_launch", ms * 1e3}, {"weight_tb_per_s", tbs},
-                          {"x_bound", ms / bound_ms}, {"tile", k == "cublas" ? "cublas" : cuda::gemm_tile_name(M)}});
+                          {"x_bound", ms / bound_ms}, {"tflop_per_s", tflops},
+                          {"tile", k == "cublas" ? "cublas" : cuda::gemm_tile_name(M)}});
         }
       }
       for (void* p : w) cudaFree(p);
@@ -179,7 +207,8 @@ int run_gemm_bench(const GemmBenchArgs& a) {
         std::printf("sum %-11s M %3d %-7s %9.1f us for one layer + lm_head: %.2f TB/s\n", arch.c_str(), M, k.c_str(),
                     us, bytes / (us * 1e-6) / 1e12);
       }
-  cuda::set_gemm_kernel(cuda::GemmKernel::V1);
+  cuda::set_gemm_kernel(cuda::GemmKernel::Auto);
+  cuda::set_gemm_tuning(cuda::GemmTuning{});
   if (!a.json_out.empty()) {
     nlohmann::json out = {{"bandwidth_bytes_per_s", a.bandwidth}, {"rows", rows}};
     std::ofstream f(a.json_out);
@@ -198,7 +227,7 @@ const Registrar gemm_bench_reg(82, [](CLI::App& app) -> std::function<int()> {
   CLI::App* sub = app.add_subcommand("gemm-bench", "Time the contract GEMM kernels and cuBLAS on a model's linear layers");
   sub->add_option("--archs", a->archs, "Shapes of these archs (make-model names)")->delimiter(',');
   sub->add_option("--m", a->ms, "Row counts (decode batch sizes)")->delimiter(',');
-  sub->add_option("--kernels", a->kernels, "v1 | v2 | cublas")->delimiter(',');
+  sub->add_option("--kernels", a->kernels, "v1 | v2 | tiled | auto | cublas")->delimiter(',');
   sub->add_option("--json", a->json_out, "Write the results here");
   return [a]() -> int {
 #ifdef VERBATIM_HAVE_CUDA

@@ -617,6 +617,7 @@ void set_attention_small_item_warps(int warps) {
 
 void attention(const AttnArgs& a, const AttnLaunch& g, DType t, cudaStream_t stream) {
   attention_prepare();
+  const PdlScope pdl(pdl_for_attention());
   if (t == DType::BF16) dispatch_hd<bf16>(a, g, stream);
   else if (t == DType::F16) dispatch_hd<f16>(a, g, stream);
   else throw Error("cuda attention: activations must be bf16 or fp16");
@@ -625,6 +626,7 @@ void attention(const AttnArgs& a, const AttnLaunch& g, DType t, cudaStream_t str
 void attention_merge(const AttnArgs& a, const int32_t* tokens, const int32_t* num_parts, int count, DType t,
                      cudaStream_t stream) {
   if (count <= 0) return;
+  const PdlScope pdl(pdl_for_attention());
   if (t == DType::BF16) dispatch_merge<bf16>(a, tokens, num_parts, count, stream);
   else dispatch_merge<f16>(a, tokens, num_parts, count, stream);
 }

@@ -538,6 +538,7 @@ std::string CudaBackend::device_name() const { return impl_->name; }
 const CudaOptions& CudaBackend::options() const { return impl_->opt; }
 size_t CudaBackend::weight_bytes() const { return impl_->weights_held; }
 size_t CudaBackend::device_bytes_held() const { return impl_->held; }
+size_t CudaBackend::kv_bytes() const { return impl_->kv ? 2 * impl_->kv_layer_bytes * size_t(impl_->c.num_layers) : 0; }
 void CudaBackend::synchronize() { VB_CUDA(cudaStreamSynchronize(impl_->stream)); }
 
 void CudaBackend::tp_warm_up() {
@@ -710,6 +711,8 @@ void CudaBackend::Impl::forward(const ForwardBatch& b) {
 
 void CudaBackend::Impl::launch_layers(const Step& st) {
   const int T = st.T;
+  // Scheduling only (same bits): graph steps are captured per bucket, so st.T is the bucket there.
+  const cuda::PdlScope pdl(cuda::pdl_for_rows(T));
   const int64_t H = c.hidden_size, I = I_l, hd = c.head_dim;
   const int nh = nh_l, nkv = nkv_l;
   const float scale = float(1.0 / std::sqrt(double(hd)));  // HF: head_dim ** -0.5 (as the CPU)
@@ -894,6 +897,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
     cudaGraphExec_t exec = nullptr;
     VB_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     try {
+      const cuda::PdlScope pdl(cuda::pdl_for_rows(bucket));
       launch_layers(st);
       lm_head_pass(h, bucket);
     } catch (...) {

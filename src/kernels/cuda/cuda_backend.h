@@ -56,6 +56,7 @@ class CudaBackend : public Backend {
   const CudaOptions& options() const;
   size_t weight_bytes() const;      // bytes of weights on the device
   size_t device_bytes_held() const; // everything this backend allocated (weights, KV, scratch)
+  size_t kv_bytes() const;          // the KV cache allocate_kv made (its blocks + the scratch block)
   void synchronize();
   // Tensor-parallel ranks (the driver calls it on every rank's thread at once, after construction):
   // eager all-gathers on the gather buffers, so NCCL's connections exist before any CUDA graph

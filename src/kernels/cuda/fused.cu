@@ -178,7 +178,7 @@ GemmResult gemm_for_consumer(const void* x, int M, int K, const void* W, int N, 
   r.N = N;
   r.split = split;
   GemmOut out;
-  if (split > 1 && gemm_workspace_bytes(M, N, split) <= workspace_bytes) {
+  if (split > 1 && gemm_workspace_bytes(M, N, split) <= workspace_bytes && !gemm_sums_in_kernel(M, N, split)) {
     out.partials_only = true;  // the consumer sums the segments (in order) and rounds
     r.partials = workspace;
   } else {

@@ -262,6 +262,137 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_v2_kernel(GemmArgs a) {
   store_tile<T, MT, NT>(a, acc, m_base, n_base, s, gid, tig);
 }
 
+// ---- tiled: the same MMAs in the same order, with operands shared through shared memory.
+// v1 and v2 give every warp its own copy of the activation rows, which is right for decode (the
+// weights dominate) but re-reads x once per 16 columns when M is large (prefill, big batches):
+// at M = 2048 that traffic, not the tensor cores, sets the time. Here a CTA of WM x WN warps
+// stages a BM x 32 tile of x and a BN x 32 tile of W per chunk in shared memory (cp.async,
+// S stages, every thread copying 16-byte units for the whole CTA), and each warp reads its
+// MT x NT fragments from there. A thread reads exactly v1's registers (row gid / column gid,
+// k = chunk start + 8·tig .. + 7) and issues v1's two MMAs per chunk in v1's order, so every
+// element gets v1's sum; only who loads what changes. Rows of 64 bytes, packed: the 8 threads of
+// one 16-byte shared-memory phase read two whole rows, so reads and copies are conflict-free.
+// Split-K: a CTA either sums all `split` segments of its tile itself (combine: the segment sums
+// are added in segment order, from segment 0, exactly as gemm_reduce does, then stored), or
+// sums one segment (grid z = segment) into the partials for the reduce kernel or a consumer.
+template <int BM, int BN, int WM, int WN>
+constexpr size_t tiled_stage_bytes() {
+  return size_t(BM + BN) * 32 * 2;
+}
+
+template <typename T, int BM, int BN, int WM, int WN, int S, bool combine>
+__global__ void __launch_bounds__(WM * WN * 32) gemm_tiled_kernel(GemmArgs a, int split) {
+  pdl_begin();  // before any memory access or return (common.cuh)
+  constexpr int kThreads = WM * WN * 32;
+  constexpr int MT = BM / WM / 16, NT = BN / WN / 8;
+  static_assert(MT * 16 * WM == BM && NT * 8 * WN == BN, "warp tiles must cover the CTA tile");
+  constexpr int kUnits = (BM + BN) * 4;  // 16-byte units per chunk (4 per 64-byte row)
+  extern __shared__ uint4 tiled_smem[];
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5, lane = tid & 31;
+  const int gid = lane >> 2, tig = lane & 3;
+  const int wm = warp / WN, wn = warp % WN;
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+  // Segments this CTA sums: all of them (combine) or segment blockIdx.z (split == 1: the one).
+  const int s_first = combine ? 0 : int(blockIdx.z);
+  const int s_count = combine ? split : 1;
+  const int cps = (a.kseg + 31) >> 5;  // chunks per segment (the last one zero-filled past its end)
+  const int chunks = s_count * cps;
+
+  const T* x = static_cast<const T*>(a.x);
+  const T* w = static_cast<const T*>(a.w);
+  const uint32_t smem_base = smem_u32(tiled_smem);
+  // Chunk c (of this CTA) into stage st: unit u is row u / 4 (x rows first, then W rows), k
+  // offset 8 · (u % 4). Rows past M or N and k past the segment end are zero-filled (read nothing).
+  auto issue = [&](int c, int st) {
+    const int seg = s_first + c / cps;
+    const int kin = (c % cps) * 32;  // offset inside the segment
+    const int kbase = seg * a.kseg + kin;
+#pragma unroll
+    for (int u0 = 0; u0 < kUnits; u0 += kThreads) {
+      const int u = u0 + tid;
+      if (kUnits % kThreads != 0 && u >= kUnits) break;
+      const int row = u >> 2, q = u & 3;
+      const bool kin_ok = kin + q * 8 < a.kseg;
+      const uint32_t dst = smem_base + uint32_t(st) * uint32_t(tiled_stage_bytes<BM, BN, WM, WN>()) + uint32_t(u) * 16u;
+      if (row < BM) {
+        const int m = m0 + row;
+        const bool in = kin_ok && m < a.M;
+        const T* src = x + int64_t(in ? m : 0) * a.ldx + (in ? kbase + q * 8 : 0);
+        cp_async_ca(dst, src, in ? 16 : 0);
+      } else {
+        const int n = n0 + row - BM;
+        const bool in = kin_ok && n < a.N;
+        const T* src = w + int64_t(in ? n : 0) * a.K + (in ? kbase + q * 8 : 0);
+        cp_async_cg(dst, src, in ? 16 : 0);
+      }
+    }
+  };
+
+  float acc[MT][NT][4], tot[combine ? MT : 1][NT][4];  // tot: the running sum of whole segments
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+#pragma unroll
+  for (int st = 0; st < S - 1; ++st) {
+    if (st < chunks) issue(st, st);
+    cp_async_commit();
+  }
+  const uint4* sm = tiled_smem;
+  constexpr int kStageUnits = int(tiled_stage_bytes<BM, BN, WM, WN>() / 16);
+  for (int c = 0; c < chunks; ++c) {
+    cp_async_wait<S - 2>();
+    __syncthreads();  // chunk c visible to every warp; every warp is done with chunk c - 1's stage
+    if (c + S - 1 < chunks) issue(c + S - 1, (c + S - 1) % S);
+    cp_async_commit();
+    const uint4* stage = sm + (c % S) * kStageUnits;
+    uint4 bv[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) bv[j] = stage[(BM + wn * NT * 8 + j * 8 + gid) * 4 + tig];
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      const uint4 lo = stage[(wm * MT * 16 + i * 16 + gid) * 4 + tig];
+      const uint4 hi = stage[(wm * MT * 16 + i * 16 + 8 + gid) * 4 + tig];
+      const uint32_t a1[4] = {lo.x, hi.x, lo.y, hi.y};
+      const uint32_t a2[4] = {lo.z, hi.z, lo.w, hi.w};
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        mma16816<T>(acc[i][j], a1, bv[j].x, bv[j].y);
+        mma16816<T>(acc[i][j], a2, bv[j].z, bv[j].w);
+      }
+    }
+    if constexpr (combine) {
+      if ((c + 1) % cps == 0) {
+      // End of a segment: add its sum in segment order (from segment 0), then start the next at 0.
+      const bool first = c + 1 == cps;
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            tot[i][j][e] = first ? acc[i][j][e] : fadd(tot[i][j][e], acc[i][j][e]);
+            acc[i][j][e] = 0.0f;
+          }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  const int m_base = m0 + wm * MT * 16, n_base = n0 + wn * NT * 8;
+  if constexpr (combine) {
+    GemmArgs out = a;
+    out.partial = nullptr;  // the sum is whole: store it as the unsplit kernel would
+    store_tile<T, MT, NT>(out, tot, m_base, n_base, 0, gid, tig);
+  } else {
+    store_tile<T, MT, NT>(a, acc, m_base, n_base, s_first, gid, tig);
+  }
+}
+
 // y[m, n] = partial[0] + partial[1] + ... in segment order (starting from partial[0], not from 0,
 // so a single segment gives the same bits as the unsplit kernel), then rounded (or fp32).
 template <typename T>
@@ -292,23 +423,50 @@ void launch(const GemmArgs& a, int split, cudaStream_t stream) {
   VB_CUDA_LAUNCHED();
 }
 
+// Speed knobs (kernels.h GemmTuning): read from the environment at first use, set by tests and
+// benchmarks. None changes a bit (the tests run every setting).
+std::mutex g_tuning_mu;
+bool g_tuning_set = false;
+GemmTuning g_tuning;
+GemmTuning tuning_from_env() {
+  GemmTuning t;
+  auto num = [](const char* name, int dflt) {
+    const char* e = std::getenv(name);
+    return e && *e ? std::atoi(e) : dflt;
+  };
+  t.tiled_min_m = std::max(0, num("VERBATIM_GEMM_TILED_MIN_M", t.tiled_min_m));
+  t.tiled_combine = num("VERBATIM_GEMM_TILED_COMBINE", t.tiled_combine);
+  t.tiled_wide = num("VERBATIM_GEMM_TILED_WIDE", t.tiled_wide ? 1 : 0) == 1;
+  t.v1_m64 = num("VERBATIM_GEMM_V1_M64", num("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
+  t.v1_unroll16 = num("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
+  return t;
+}
+GemmTuning tuning() {
+  std::lock_guard<std::mutex> lock(g_tuning_mu);
+  if (!g_tuning_set) {
+    g_tuning = tuning_from_env();
+    g_tuning_set = true;
+  }
+  return g_tuning;
+}
+
 // The row tile follows M (speed only; see the header comment): small M holds one 16-row MMA tile
 // per warp and streams W with deep unrolling; large M holds 64 rows x 32 columns per warp.
-// VERBATIM_GEMM_WIDE64=1 (read once; opt-in until measured): rows 33..64 use the 64x32 tile of
-// M > 64, so each warp re-reads x for twice as many columns (x traffic from L2 halves, half as
-// many warps). Same MMAs per element either way: GemmRowBitsAreTheSameForEveryM covers both tiles.
-bool wide64() {
-  static const bool on = [] {
-    const char* e = std::getenv("VERBATIM_GEMM_WIDE64");
-    return e && std::string(e) == "1";
-  }();
-  return on;
-}
+// Rows 33..64 (GemmTuning::v1_m64): 0 one 64-row tile of 16 columns per warp; 1 64 x 32 (x read
+// from L2 half as often, half as many warps); 2 two 32-row tiles (grid x = 2, the row blocks of
+// one column tile side by side in launch order, so the second reads W from L2).
 template <typename T>
 void launch_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
-  if (a.M <= 16) return launch<T, 1, 2, 4>(a, split, stream);
+  if (a.M <= 16) {
+    if (tuning().v1_unroll16 == 8) return launch<T, 1, 2, 8>(a, split, stream);
+    return launch<T, 1, 2, 4>(a, split, stream);
+  }
   if (a.M <= 32) return launch<T, 2, 2, 4>(a, split, stream);
-  if (a.M <= 64 && !wide64()) return launch<T, 4, 2, 2>(a, split, stream);
+  if (a.M <= 64) {
+    const int v = tuning().v1_m64;
+    if (v == 2) return launch<T, 2, 2, 4>(a, split, stream);
+    if (v == 0) return launch<T, 4, 2, 2>(a, split, stream);
+  }
   return launch<T, 4, 4, 2>(a, split, stream);
 }
 
@@ -339,17 +497,89 @@ void launch_v2_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   return launch_v2<T, 4, 2, 4>(a, split, stream);
 }
 
-// The variant in use: VERBATIM_GEMM=v2|v1 in the environment at first use, else v1; tests and
-// benchmarks may switch it (set_gemm_kernel). Both give the same bits.
+// Tiled configurations (speed only: every one gives v1's bits). Large M: 128 x 128 per CTA.
+// Up to 64 rows: one row tile of 16/32/64, 128 columns, 8 warps of 16 columns.
+template <typename T, int BM, int BN, int WM, int WN, int S, bool combine>
+void launch_tiled_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
+  constexpr size_t smem = size_t(S) * tiled_stage_bytes<BM, BN, WM, WN>();
+  static_assert(smem <= 200 * 1024, "tiled GEMM stages exceed shared memory");
+  auto* k = gemm_tiled_kernel<T, BM, BN, WM, WN, S, combine>;
+  // Raised here and not in gemm_prepare: one attribute per instantiation, set once per device.
+  static std::atomic<uint64_t> done{0};
+  int dev = 0;
+  VB_CUDA(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t(1) << (dev & 63);
+  if (!(done.load(std::memory_order_acquire) & bit)) {
+    VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    done.fetch_or(bit, std::memory_order_acq_rel);
+  }
+  dim3 grid(ceil_div(a.M, BM), ceil_div(a.N, BN), combine ? 1 : split);
+  pdl_launch(k, grid, dim3(WM * WN * 32), smem, stream, a, split);
+  VB_CUDA_LAUNCHED();
+}
+
+struct TiledShape {
+  int bm, bn;
+};
+TiledShape tiled_shape(int M) {
+  if (M <= 16) return {16, 128};
+  if (M <= 32) return {32, 128};
+  if (M <= 64) return {64, 128};
+  return {128, 128};  // (128 x 256 with tiled_wide when the segments go to partials)
+}
+// Whether a tiled CTA sums every segment itself: when the tiles alone fill the GPU (about one
+// CTA per SM); otherwise one CTA per (tile, segment) into partials, summed by gemm_reduce or
+// a consumer. Either way the same additions in the same order (see the kernel's comment).
+bool tiled_combines(int M, int N, int split) {
+  if (split <= 1) return true;
+  const int forced = tuning().tiled_combine;
+  if (forced >= 0) return forced == 1;
+  const TiledShape t = tiled_shape(M);
+  return int64_t(ceil_div(M, t.bm)) * ceil_div(N, t.bn) >= 128;
+}
+
+template <typename T, bool combine>
+void launch_tiled_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
+  if (a.M <= 16) return launch_tiled_cfg<T, 16, 128, 1, 8, 8, combine>(a, split, stream);
+  if (a.M <= 32) return launch_tiled_cfg<T, 32, 128, 1, 8, 6, combine>(a, split, stream);
+  if (a.M <= 64) return launch_tiled_cfg<T, 64, 128, 1, 8, 5, combine>(a, split, stream);
+  // Adding segments in the kernel keeps a second set of sums: 16 warps of 32 x 32 fit it in
+  // registers (8 warps of 64 x 32 spill); without it, 8 warps of 64 x 32 read less shared memory.
+  if (combine) return launch_tiled_cfg<T, 128, 128, 4, 4, 4, true>(a, split, stream);
+  // GemmTuning::tiled_wide: 128 x 256 per CTA, 8 warps of 64 x 64 (half the shared-memory reads
+  // per MMA of 64 x 32).
+  if (tuning().tiled_wide) return launch_tiled_cfg<T, 128, 256, 2, 4, 3, false>(a, split, stream);
+  return launch_tiled_cfg<T, 128, 128, 2, 4, 4, false>(a, split, stream);
+}
+// split == 1 needs no second set of sums: the per-segment kernel with z = 1 stores its one sum.
+template <typename T>
+void launch_tiled(const GemmArgs& a, int split, cudaStream_t stream) {
+  if (split == 1 || a.partial) return launch_tiled_for_m<T, false>(a, split, stream);
+  launch_tiled_for_m<T, true>(a, split, stream);
+}
+
+// The variant in use: VERBATIM_GEMM=v1|v2|tiled|auto in the environment at first use, else auto;
+// tests and benchmarks may switch it (set_gemm_kernel). All give the same bits.
 std::atomic<int> g_kernel{-1};
 GemmKernel kernel_from_env() {
   const char* e = std::getenv("VERBATIM_GEMM");
-  if (e && std::string(e) == "v2") return GemmKernel::V2;
-  return GemmKernel::V1;
+  const std::string v = e ? e : "";
+  if (v == "v2") return GemmKernel::V2;
+  if (v == "v1") return GemmKernel::V1;
+  if (v == "tiled") return GemmKernel::Tiled;
+  return GemmKernel::Auto;
+}
+// Auto: rows above tiled_min_m run the tiled kernel, the rest v1.
+int tiled_min_rows() { return tuning().tiled_min_m; }
+bool uses_tiled(int M) {
+  const GemmKernel k = active_gemm_kernel();
+  return k == GemmKernel::Tiled || (k == GemmKernel::Auto && M > tiled_min_rows());
 }
 
+// One pass of M rows (a.partial set when split > 1 and the segments go to partials).
 template <typename T>
 void launch_any(const GemmArgs& a, int split, cudaStream_t stream) {
+  if (uses_tiled(a.M)) return launch_tiled<T>(a, split, stream);
   if (active_gemm_kernel() == GemmKernel::V2 && a.M <= kV2MaxM) {
     gemm_prepare();
     return launch_v2_for_m<T>(a, split, stream);
@@ -368,7 +598,26 @@ GemmKernel active_gemm_kernel() {
   return GemmKernel(k);
 }
 void set_gemm_kernel(GemmKernel k) { g_kernel.store(int(k), std::memory_order_relaxed); }
-const char* gemm_kernel_name(GemmKernel k) { return k == GemmKernel::V2 ? "v2" : "v1"; }
+const char* gemm_kernel_name(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::V1: return "v1";
+    case GemmKernel::V2: return "v2";
+    case GemmKernel::Tiled: return "tiled";
+    case GemmKernel::Auto: break;
+  }
+  return "auto";
+}
+
+GemmTuning gemm_tuning() { return tuning(); }
+void set_gemm_tuning(const GemmTuning& t) {
+  std::lock_guard<std::mutex> lock(g_tuning_mu);
+  g_tuning = t;
+  g_tuning_set = true;
+}
+
+bool gemm_sums_in_kernel(int M, int N, int split) {
+  return split > 1 && uses_tiled(M) && tiled_combines(M, N, split);
+}
 
 void gemm_prepare() {
   // Once per device (a function attribute lives in the current device's context; tensor
@@ -398,14 +647,19 @@ size_t gemm_workspace_bytes(int M, int N, int split) {
 }
 
 std::string gemm_tile_name(int M) {
+  if (uses_tiled(M)) {
+    const TiledShape t = tiled_shape(M);
+    return "tiled-cpasync:m" + std::to_string(t.bm) + "n" + std::to_string(t.bn);
+  }
   if (active_gemm_kernel() == GemmKernel::V2 && M <= kV2MaxM) {
     if (M <= 16) return "v2-cpasync:m16n16s8";
     if (M <= 32) return "v2-cpasync:m32n16s6";
     return "v2-cpasync:m64n16s4";
   }
-  if (M <= 16) return "mma16816:m16n16u4";
+  if (M <= 16) return tuning().v1_unroll16 == 8 ? "mma16816:m16n16u8" : "mma16816:m16n16u4";
   if (M <= 32) return "mma16816:m32n16u4";
-  if (M <= 64 && !wide64()) return "mma16816:m64n16u2";
+  if (M <= 64 && tuning().v1_m64 == 0) return "mma16816:m64n16u2";
+  if (M <= 64 && tuning().v1_m64 == 2) return "mma16816:m32n16u4x2";
   return "mma16816:m64n32u2";
 }
 
@@ -427,6 +681,13 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
     s.partial = workspace;
     if (t == DType::BF16) launch_any<bf16>(s, split, stream);
     else launch_any<f16>(s, split, stream);
+    return;
+  }
+  if (split > 1 && gemm_sums_in_kernel(M, N, split)) {
+    // The tiled kernel adds the segments itself, in segment order: no partials, no reduce.
+    if (t == DType::BF16) launch_any<bf16>(a, split, stream);
+    else if (t == DType::F16) launch_any<f16>(a, split, stream);
+    else throw Error("cuda gemm: activations must be bf16 or fp16");
     return;
   }
   if (split > 1) {

@@ -22,6 +22,27 @@ void check(cudaError_t e, const char* what, const char* file, int line);
 // Whether the glue and GEMM kernels are launched as programmatic dependent launches (common.cuh
 // pdl_launch: scheduling only, same bits). On unless VERBATIM_PDL=0 in the environment (read once).
 bool pdl_enabled();
+// Turns PDL off (on = false) for the launches this thread makes in the scope (nests; never turns
+// it on where an outer scope or the environment turned it off). Captured graphs keep what was
+// in force at capture.
+class PdlScope {
+ public:
+  explicit PdlScope(bool on);
+  ~PdlScope();
+  PdlScope(const PdlScope&) = delete;
+  PdlScope& operator=(const PdlScope&) = delete;
+
+ private:
+  bool saved_;
+};
+// Whether a forward step of `rows` token rows launches with PDL (VERBATIM_PDL_MAX_ROWS overrides
+// the default; <= 0: every step), and whether the attention kernels do (VERBATIM_PDL_ATTN=0: no).
+// Default 4 rows, from the H200 A/B of s3 call 5 (bench/results/README.md): with PDL on the
+// attention kernels of larger steps, 8B decode took 6.26 / 13.31 / 18.24 ms at batch 8 / 32 / 64
+// against 6.06 / 9.08 / 15.20 without; at batch 1 PDL still saves 0.6B 4% (1.38 vs 1.45 ms).
+constexpr int kPdlMaxRowsDefault = 4;
+bool pdl_for_rows(int rows);
+bool pdl_for_attention();
 
 // ---- GEMM (gemm.cu): y[M, N] = x[M, K] · W[N, K]^T on tensor cores (mma.sync m16n8k16, fp32
 // accumulation). Per output element: K is cut into `split` segments of equal length (a multiple
@@ -43,16 +64,37 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
           float* workspace, size_t workspace_bytes, cudaStream_t stream);
 // The tile configuration name for M rows (for kernel_config / benchmarks).
 std::string gemm_tile_name(int M);
-// Which kernel runs the contract GEMM. Both issue the same MMAs in the same order per output
-// element, so they give the same bits (cuda_ops_test: GemmV2IsV1BitForBit); they differ only
-// in speed. V1: fragments loaded straight into registers, U chunks per load round. V2 (M <= 64;
-// larger M runs V1): a per-thread cp.async pipeline of S chunks through shared memory.
-// Default: VERBATIM_GEMM=v2|v1 in the environment at first use, else V1 (V2 measured slower
-// on the H200: bench/results/README.md, run 5).
-enum class GemmKernel { V1 = 0, V2 = 1 };
+// Which kernel runs the contract GEMM. All issue the same MMAs in the same order per output
+// element, so they give the same bits (cuda_ops_test: GemmKernelsAreV1BitForBit); they differ
+// only in speed. V1: fragments loaded straight into registers, U chunks per load round. V2
+// (M <= 64; larger M runs V1): a per-thread cp.async pipeline of S chunks through shared memory.
+// Tiled: CTA tiles of x and W staged in shared memory and shared by the CTA's warps (cp.async
+// pipeline), segments summed in the kernel when the tiles fill the GPU. Auto (the default): V1
+// up to 64 rows, Tiled above (VERBATIM_GEMM_TILED_MIN_M moves the edge). VERBATIM_GEMM=
+// v1|v2|tiled|auto in the environment at first use picks one.
+enum class GemmKernel { V1 = 0, V2 = 1, Tiled = 2, Auto = 3 };
 GemmKernel active_gemm_kernel();
 void set_gemm_kernel(GemmKernel k);
 const char* gemm_kernel_name(GemmKernel k);
+// Whether gemm() with split > 1 adds the segments inside the GEMM kernel for these M and N (then
+// it writes y directly, and a consumer should read y rather than ask for partials).
+bool gemm_sums_in_kernel(int M, int N, int split);
+// Speed knobs of the contract GEMM (none changes a bit; cuda_ops_test runs them all). Read from
+// the environment at first use (VERBATIM_GEMM_TILED_MIN_M, _TILED_COMBINE, _TILED_WIDE, _V1_M64;
+// VERBATIM_GEMM_WIDE64=1 is v1_m64 = 1), replaced by set_gemm_tuning (tests, benchmarks).
+struct GemmTuning {
+  int tiled_min_m = 64;    // Auto: the tiled kernel above this many rows
+  // Tiled with split > 1: 1 segments added in the kernel, 0 never (partials + reduce), -1 by size.
+  // 0 by default: adding them in the kernel needs 16 warps of 32 x 32 to hold the second set of
+  // sums and ran at 107 TFLOP/s against 208-218 for partials + reduce on the 8B layers at 2,048
+  // rows (H200, s3 probe call).
+  int tiled_combine = 0;
+  bool tiled_wide = false; // tiled, > 64 rows, segments to partials: 128 x 256 CTA tiles
+  int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks
+  int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
+};
+GemmTuning gemm_tuning();
+void set_gemm_tuning(const GemmTuning& t);
 void gemm_prepare();  // raises V2's shared-memory limits (once; call before any graph capture)
 
 // ---- RMSNorm (rmsnorm.cu): as cpu::rmsnorm bit for bit: 16 lanes, lane l sums x[k]^2 for
