@@ -46,18 +46,32 @@ template <int HD> struct Smem {
 };
 
 // Loads keys [t0, t0 + 64) of the kv head into smem; positions >= limit are zero-filled (never
-// read from the cache: they may not exist, and zeros keep masked products exactly 0).
+// read from the cache: they may not exist, and zeros keep masked products exactly 0). Called by
+// every thread of the CTA. The tile's block ids (at most 32 blocks when block_size >= 3) are read
+// once per warp, one per lane, and passed around with shuffles: a block-table read per copy made
+// each copy wait for an L2 round trip (addresses only: what lands in smem is the same).
 template <typename T, int HD, int WARPS>
 __device__ __forceinline__ void load_tile(T* ks, T* vs, const T* kc, const T* vc, const int32_t* bt, int t0, int limit,
                                           int block_size, int kv_heads, int kvh) {
   constexpr int kChunks = HD / 8;
+  const int lane = threadIdx.x & 31;
+  const int first_blk = t0 / block_size;
+  const int last_pos = min(t0 + kTile, limit) - 1;
+  const int nblk = last_pos >= t0 ? last_pos / block_size - first_blk + 1 : 0;
+  const bool cached = nblk <= 32;  // warp-uniform
+  const int my_blk = (cached && lane < nblk) ? bt[first_blk + lane] : 0;
+#pragma unroll 4
   for (int idx = threadIdx.x; idx < kTile * kChunks; idx += WARPS * 32) {
     const int key = idx / kChunks, c = idx % kChunks;
     const int pos = t0 + key;
+    // Every lane takes part in the shuffle (the trip count is the same for the whole warp).
+    const int rel = min(max(pos / block_size - first_blk, 0), 31);
+    const int blk_shfl = __shfl_sync(0xffffffffu, my_blk, rel);
     T* kd = ks + key * Smem<HD>::kStride + c * 8;
     T* vd = vs + key * Smem<HD>::kStride + c * 8;
     if (pos < limit) {
-      const int64_t slot = int64_t(bt[pos / block_size]) * block_size + pos % block_size;
+      const int blk = cached ? blk_shfl : bt[pos / block_size];
+      const int64_t slot = int64_t(blk) * block_size + pos % block_size;
       const int64_t off = (slot * kv_heads + kvh) * HD + c * 8;
       cp_async16(kd, kc + off);
       cp_async16(vd, vc + off);
