@@ -759,25 +759,36 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   // 1,100 positions: 18 parts of 64, past the merge's 16-part load-ahead window. Decode rows alone
   // (per-part kernel + merge) must give the prefill rows' bits (parts folded in the CTA).
   // The one- and four-warp per-part kernels (picked by CTA count) must both give these bits.
-  AttnFixture f(t(), 4, 2, 128, {1100, 900});
+  // Also the tile kernel (one-warp items of one-tile parts, K from the cache into registers), at
+  // 2 and 4 query heads per kv head (the 0.6B and 8B groups).
+  for (int heads : {4, 8}) {
+  AttnFixture f(t(), heads, 2, 128, {1100, 900});
   const auto ref = f.gpu(all_tokens(f));
-  for (int warps : {1, 4, 0}) {
+  for (int warps : {1, 4, 0})
+  for (int tile_kernel : {0, 1}) {
+    if (warps == 4 && tile_kernel == 1) continue;  // four warps never take the tile kernel
     cuda::set_attention_small_item_warps(warps);
-    for (int p : {64, 1023, 1024, 1025, 1087, 1088, 1099}) {
+    cuda::set_attention_tile_kernel(tile_kernel);
+    const std::string how = "small-item warps " + std::to_string(warps) + ", tile kernel " +
+                            std::to_string(tile_kernel) + ", heads " + std::to_string(heads);
+    for (int p : {0, 5, 63, 64, 100, 1023, 1024, 1025, 1087, 1088, 1099}) {
       const auto got = f.gpu({{0, p}});
-      ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", small-item warps " << warps;
+      ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", " << how;
     }
     // A decode step of both sequences, each with many parts.
     const auto both = f.gpu({{0, 1099}, {1, 899}});
-    EXPECT_EQ(both.at({0, 1099}), ref.at({0, 1099})) << "small-item warps " << warps;
-    EXPECT_EQ(both.at({1, 899}), ref.at({1, 899})) << "small-item warps " << warps;
+    EXPECT_EQ(both.at({0, 1099}), ref.at({0, 1099})) << how;
+    EXPECT_EQ(both.at({1, 899}), ref.at({1, 899})) << how;
   }
   cuda::set_attention_small_item_warps(0);
+  cuda::set_attention_tile_kernel(-1);
+  if (heads == 8) continue;
   // Decode rows as whole-row items folded in one CTA each (the graph's fold layout).
   const auto folded = f.gpu({{0, 64}, {0, 1099}, {1, 0}, {1, 899}}, 64, true);
   for (const auto& [k, v] : folded) EXPECT_EQ(v, ref.at(k)) << "folded decode row, pos " << k.second;
   // Control: another query position reads other keys, so its output differs.
   EXPECT_NE(ref.at({0, 1099}), ref.at({0, 1098}));
+  }
 }
 
 // ---- Sampler

@@ -86,22 +86,47 @@ __device__ __forceinline__ void load_tile(T* ks, T* vs, const T* kc, const T* vc
 // mn = max(m_in, max of the tile's scores) for rows with keys in the tile (`active`), the tile's
 // probabilities p = round(exp(s - mn)) summed in a fixed order (`sum`, quad tree), and o = P·V
 // from 0 (`o`, MMA over the keys in steps of 16). Inactive rows get p = 0 and keep m_in.
+// Where a thread's K fragments come from (the same 32-bit words either way: keys nt·8 + gid of the
+// tile, dims kk·16 + 2·tig (+1) and + 8): the tile in shared memory, or (KFromGlobal) the cache.
 template <typename T, int HD>
-__device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], const T* ks, const T* vs, int t0,
+struct KFromSmem {
+  const T* ks;
+  __device__ __forceinline__ const T* row(int nt) const {
+    return ks + (nt * 8 + ((threadIdx.x & 31) >> 2)) * Smem<HD>::kStride + (threadIdx.x & 3) * 2;
+  }
+  __device__ __forceinline__ uint32_t word(const T* r, int off) const {
+    return *reinterpret_cast<const uint32_t*>(r + off);
+  }
+};
+template <typename T, int HD>
+struct KFromGlobal {
+  const T* rows[8];  // per nt: this thread's key row at dim 2·tig, or null past the part (zeros)
+  __device__ __forceinline__ const T* row(int nt) const { return rows[nt]; }
+  __device__ __forceinline__ uint32_t word(const T* r, int off) const {
+    return r ? *reinterpret_cast<const uint32_t*>(r + off) : 0u;  // zeros, as the smem tile's fill
+  }
+};
+struct NothingBeforePV {
+  __device__ __forceinline__ void operator()() const {}
+};
+// before_pv() runs after the scores and probabilities, before V is read (the tile kernel waits
+// for its V copy there, so the copy overlaps Q·K^T).
+template <typename T, int HD, typename KSrc, typename BeforePV = NothingBeforePV>
+__device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], const KSrc& kf, const T* vs, int t0,
                                              const int (&pos)[2], const bool (&valid)[2], const float (&m_in)[2],
                                              float scale, float (&mn)[2], float (&sum)[2], bool (&active)[2],
-                                             float (&o)[HD / 8][4]) {
-  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+                                             float (&o)[HD / 8][4], BeforePV before_pv = {}) {
+  const int lane = threadIdx.x & 31, tig = lane & 3;
   float s[8][4];
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
     for (int c = 0; c < 4; ++c) s[nt][c] = 0.0f;
-    const T* krow = ks + (nt * 8 + gid) * Smem<HD>::kStride + tig * 2;
+    const T* krow = kf.row(nt);
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
-      const uint32_t b0 = *reinterpret_cast<const uint32_t*>(krow + kk * 16);
-      const uint32_t b1 = *reinterpret_cast<const uint32_t*>(krow + kk * 16 + 8);
+      const uint32_t b0 = kf.word(krow, kk * 16);
+      const uint32_t b1 = kf.word(krow, kk * 16 + 8);
       mma16816<T>(s[nt], qa[kk], b0, b1);
     }
   }
@@ -136,6 +161,7 @@ __device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], c
     sm = fadd(sm, __shfl_xor_sync(0xffffffffu, sm, 2));
     sum[h] = sm;
   }
+  before_pv();
 #pragma unroll
   for (int n = 0; n < HD / 8; ++n)
 #pragma unroll
@@ -210,6 +236,32 @@ __device__ __forceinline__ void store_out(const AttnArgs& a, int token, int head
     *reinterpret_cast<uint32_t*>(o + n * 8 + tig * 2) = pack2<T>(fdiv(acc[n][2 * h], l), fdiv(acc[n][2 * h + 1], l));
 }
 
+// A part's result: the output itself for a row whose keys all lie in part 0, else the part's
+// state (m, l, acc) for attention_merge.
+template <typename T, int HD>
+__device__ __forceinline__ void store_part(const AttnArgs& a, const AttnItem& item, const int (&token)[2],
+                                           const int (&head)[2], const int (&pos)[2], const bool (&valid)[2], int p0,
+                                           const float (&m)[2], const float (&l)[2], const float (&acc)[HD / 8][4]) {
+  const int tig = threadIdx.x & 3;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (!valid[h] || pos[h] < p0) continue;
+    if (pos[h] / a.part_tokens == 0) {
+      store_out<T, HD>(a, token[h], head[h], acc, h, l[h]);
+    } else {
+      const int64_t st = int64_t(a.state_base[token[h]] + item.part) * a.heads + head[h];
+      float* sp = a.states + st * (HD + 4);
+      if (tig == 0) {
+        sp[0] = m[h];
+        sp[1] = l[h];
+      }
+#pragma unroll
+      for (int n = 0; n < HD / 8; ++n)
+        *reinterpret_cast<float2*>(sp + 4 + n * 8 + tig * 2) = make_float2(acc[n][2 * h], acc[n][2 * h + 1]);
+    }
+  }
+}
+
 // Per-part items: the part's tiles in the reference's online softmax; a single-part row is
 // finished here, a multi-part row's state goes to attention_merge.
 template <typename T, int HD, int WARPS>
@@ -261,7 +313,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
     if (warp_active) {
       float mn[2], sum[2], o[HD / 8][4];
       bool active[2];
-      tile_compute<T, HD>(qa, ks, vs, t0, pos, valid, m, a.scale, mn, sum, active, o);
+      tile_compute<T, HD>(qa, KFromSmem<T, HD>{ks}, vs, t0, pos, valid, m, a.scale, mn, sum, active, o);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (!active[h]) continue;
@@ -276,24 +328,97 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
     }
     __syncthreads();  // every warp is done with this buffer before it is refilled
   }
-  const int tig = threadIdx.x & 3;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (!valid[h] || pos[h] < p0) continue;
-    if (pos[h] / a.part_tokens == 0) {
-      store_out<T, HD>(a, token[h], head[h], acc, h, l[h]);
+  store_part<T, HD>(a, item, token, head, pos, valid, p0, m, l, acc);
+}
+
+// Items of <= 16 rows with parts of one tile (the contract's decode at larger batches): one warp
+// per (part, kv head). K fragments come from the cache straight into registers and only V is
+// staged in shared memory (17 KB instead of the per-part kernel's 35 KB: twice the warps per SM),
+// its copy overlapping Q·K^T. Same arithmetic as the per-part kernel on a one-tile part: the tile
+// from m = -inf, then l = 0·0 + sum and acc = 0·0 + P·V (what its running update gives from
+// l = 0, acc = 0, alpha = 0), with the same words of K and V in the same MMAs.
+template <typename T, int HD>
+__global__ void __launch_bounds__(32) attention_tile_kernel(AttnArgs a, int item_offset) {
+  pdl_begin();  // before any memory access or return (common.cuh)
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* vs = reinterpret_cast<T*>(smem_raw);
+  const AttnItem item = a.items[item_offset + blockIdx.x];
+  if (item.count == 0) return;  // graph padding
+  const int kvh = blockIdx.y;
+  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+  const T* kc = static_cast<const T*>(a.k_cache);
+  const T* vc = static_cast<const T*>(a.v_cache);
+  const int32_t* bt = a.block_tables + item.bt_offset;
+  int maxpos = 0;
+  for (int i = 0; i < item.count; ++i) maxpos = max(maxpos, a.positions[item.first + i]);
+  const int p0 = item.part * kTile;
+  const int p1 = min(p0 + kTile, maxpos + 1);
+  // The tile's block ids, one per lane (as load_tile), for V's copy and K's rows.
+  const int bs = a.block_size;
+  const int first_blk = p0 / bs;
+  const int nblk = p1 > p0 ? (p1 - 1) / bs - first_blk + 1 : 0;
+  const bool cached = nblk <= 32;
+  const int my_blk = (cached && lane < nblk) ? bt[first_blk + lane] : 0;
+  auto block_of = [&](int pos) {  // every lane calls it together (the shuffle)
+    const int b = __shfl_sync(0xffffffffu, my_blk, min(max(pos / bs - first_blk, 0), 31));
+    return cached ? b : (pos < p1 ? bt[pos / bs] : 0);
+  };
+  constexpr int kChunks = HD / 8;
+#pragma unroll 4
+  for (int idx = lane; idx < kTile * kChunks; idx += 32) {
+    const int key = idx / kChunks, c = idx % kChunks;
+    const int pos = p0 + key;
+    const int blk = block_of(pos);
+    T* vd = vs + key * Smem<HD>::kStride + c * 8;
+    if (pos < p1) {
+      const int64_t slot = int64_t(blk) * bs + pos % bs;
+      cp_async16(vd, vc + (slot * a.kv_heads + kvh) * HD + c * 8);
     } else {
-      const int64_t st = int64_t(a.state_base[token[h]] + item.part) * a.heads + head[h];
-      float* sp = a.states + st * (HD + 4);
-      if (tig == 0) {
-        sp[0] = m[h];
-        sp[1] = l[h];
-      }
-#pragma unroll
-      for (int n = 0; n < HD / 8; ++n)
-        *reinterpret_cast<float2*>(sp + 4 + n * 8 + tig * 2) = make_float2(acc[n][2 * h], acc[n][2 * h + 1]);
+      *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
     }
   }
+  cp_async_commit();
+  KFromGlobal<T, HD> kf;
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+    const int pos = p0 + nt * 8 + gid;
+    const int blk = block_of(pos);
+    const int64_t slot = int64_t(blk) * bs + pos % bs;
+    kf.rows[nt] = pos < p1 ? kc + (slot * a.kv_heads + kvh) * HD + tig * 2 : nullptr;
+  }
+  int pos[2], token[2], head[2];
+  bool valid[2];
+  row_setup<HD>(a, item, kvh, pos, token, head, valid);
+  uint32_t qa[HD / 16][4];
+  load_q<T, HD>(a, token, head, valid, qa);
+
+  const float fresh[2] = {kNegInf, kNegInf};
+  float mn[2], sum[2], o[HD / 8][4];
+  bool active[2] = {false, false};
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
+  if (p1 > p0) {
+    tile_compute<T, HD>(qa, kf, vs, p0, pos, valid, fresh, a.scale, mn, sum, active, o, [] {
+      cp_async_wait<0>();
+      __syncwarp();  // every lane's V copies are visible to the whole warp
+    });
+  } else {
+    cp_async_wait<0>();
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (!active[h]) {
+#pragma unroll
+      for (int n = 0; n < HD / 8; ++n) o[n][2 * h] = o[n][2 * h + 1] = 0.0f;
+      continue;
+    }
+    l[h] = fadd(fmul(0.0f, 0.0f), sum[h]);
+#pragma unroll
+    for (int n = 0; n < HD / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) o[n][2 * h + e] = fadd(fmul(0.0f, 0.0f), o[n][2 * h + e]);
+    m[h] = mn[h];
+  }
+  store_part<T, HD>(a, item, token, head, pos, valid, p0, m, l, o);
 }
 
 // Whole-row items (contract, parts of one tile): every tile of the rows, each tile's state
@@ -346,7 +471,7 @@ __global__ void __launch_bounds__(kThreads) attention_fold_kernel(AttnArgs a, in
       const float fresh[2] = {kNegInf, kNegInf};
       float mn[2], sum[2], o[HD / 8][4];
       bool active[2];
-      tile_compute<T, HD>(qa, ks, vs, t0, pos, valid, fresh, a.scale, mn, sum, active, o);
+      tile_compute<T, HD>(qa, KFromSmem<T, HD>{ks}, vs, t0, pos, valid, fresh, a.scale, mn, sum, active, o);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (!active[h]) continue;
@@ -458,6 +583,19 @@ void prepare_hd() {
 
 // Warps of the per-part kernel for items of <= 16 rows: 0 = by CTA count, 1 or 4 = forced (tests).
 std::atomic<int> g_small_warps{0};
+// Whether one-warp items of one-tile parts run attention_tile_kernel (K from the cache into
+// registers) instead of the one-warp per-part kernel: -1 = VERBATIM_ATTN_TILE_KERNEL (default on),
+// 0 / 1 = set by set_attention_tile_kernel (tests). Same bits either way.
+std::atomic<int> g_tile_kernel{-1};
+bool tile_kernel_on() {
+  const int v = g_tile_kernel.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  static const bool env = [] {
+    const char* e = std::getenv("VERBATIM_ATTN_TILE_KERNEL");
+    return !(e && std::string(e) == "0");
+  }();
+  return env;
+}
 // SMs of the current device, read once per device by attention_prepare (before graph capture).
 std::atomic<int> g_sm_count[64];
 int sm_count() {
@@ -488,6 +626,9 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
     if (four)
       pdl_launch(attention_part_kernel<T, HD, 4>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(kThreads),
                  stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
+    else if (a.part_tokens == kTile && tile_kernel_on())
+      pdl_launch(attention_tile_kernel<T, HD>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32),
+                 Smem<HD>::kTileElems * sizeof(T), stream, a, g.small_begin);
     else
       pdl_launch(attention_part_kernel<T, HD, 1>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32),
                  stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
@@ -623,6 +764,8 @@ void attention_prepare() {
   if (const char* e = std::getenv("VERBATIM_ATTN_SMALL_WARPS")) set_attention_small_item_warps(std::atoi(e));
   done.fetch_or(bit, std::memory_order_acq_rel);
 }
+
+void set_attention_tile_kernel(int mode) { g_tile_kernel.store(mode < 0 ? -1 : (mode ? 1 : 0), std::memory_order_relaxed); }
 
 void set_attention_small_item_warps(int warps) {
   if (warps != 0 && warps != 1 && warps != 4) throw Error("cuda attention: small-item warps must be 0, 1 or 4");
