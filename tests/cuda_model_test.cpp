@@ -22,9 +22,9 @@
 #include "core/hash.h"
 #include "engine/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "model/make_model.h"
 #include "model/safetensors.h"
 #include "support/cuda_helpers.h"
+#include "support/model_folders.h"
 #include "support/paths.h"
 
 namespace verbatim {
@@ -292,21 +292,7 @@ struct Case {
   DType dtype;
 };
 
-std::string model_dir(const std::string& model) {
-  if (model.rfind("make:", 0) != 0) return test::fixture(model);
-  static std::map<std::string, std::string> made;
-  const std::string arch = model.substr(5);
-  auto it = made.find(arch);
-  if (it != made.end()) return it->second;
-  MakeModelOptions o;
-  o.arch = arch;
-  o.seed = 7;
-  o.dtype = DType::BF16;
-  o.out_dir = test::temp_dir("cuda-make-model-" + arch);
-  o.copy_tokenizer = false;
-  make_model(o);
-  return made[arch] = o.out_dir;
-}
+std::string model_dir(const std::string& model) { return test::model_folder(model); }
 
 class CudaInvariance : public ::testing::TestWithParam<Case> {
  protected:

@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -27,8 +26,8 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/nccl_comm.h"
-#include "model/make_model.h"
 #include "model/weights.h"
+#include "support/model_folders.h"
 #include "support/paths.h"
 
 namespace verbatim {
@@ -40,21 +39,7 @@ namespace {
       GTEST_SKIP() << "fewer than 2 CUDA devices visible: tensor parallelism runs on a multi-GPU host"; \
   } while (0)
 
-std::string model_dir(const std::string& model) {
-  if (model.rfind("make:", 0) != 0) return test::fixture(model);
-  static std::map<std::string, std::string> made;
-  const std::string arch = model.substr(5);
-  auto it = made.find(arch);
-  if (it != made.end()) return it->second;
-  MakeModelOptions o;
-  o.arch = arch;
-  o.seed = 7;
-  o.dtype = DType::BF16;
-  o.out_dir = test::temp_dir("cuda-tp-make-model-" + arch);
-  o.copy_tokenizer = false;
-  make_model(o);
-  return made[arch] = o.out_dir;
-}
+std::string model_dir(const std::string& model) { return test::model_folder(model); }
 
 std::unique_ptr<Backend> make(const std::string& model, DType dt, int tp, const std::string& reduce = "allgather") {
   CudaOptions o;

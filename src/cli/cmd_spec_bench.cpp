@@ -36,32 +36,21 @@ struct SpecBenchArgs {
 };
 
 // Lends one backend to engine after engine (each Engine owns its backend; the weights load once).
-class BorrowedBackend : public Backend {
+class KvKeepingBackend : public ForwardingBackend {
  public:
-  explicit BorrowedBackend(Backend& b, int* kv_shape) : b_(b), kv_shape_(kv_shape) {}
+  KvKeepingBackend(Backend& b, int* kv_shape) : ForwardingBackend(b), kv_shape_(kv_shape) {}
   // Every run asks for the same cache: keep the one the last run used (a GPU backend would
   // otherwise re-allocate and zero it and drop its captured CUDA graphs, and re-capturing them
   // inside the timed decode phase would bias the first runs). Its stale K/V is finite and never
   // attended: each run writes every position it reads (prefix caching is off in spec-bench).
   void allocate_kv(int n, int bs) override {
     if (kv_shape_[0] == n && kv_shape_[1] == bs) return;
-    b_.allocate_kv(n, bs);
+    borrowed().allocate_kv(n, bs);
     kv_shape_[0] = n;
     kv_shape_[1] = bs;
   }
-  size_t kv_block_bytes(int bs) const override { return b_.kv_block_bytes(bs); }
-  void forward_logits(const ForwardBatch& b, float* l) override { b_.forward_logits(b, l); }
-  void forward_sample(const ForwardBatch& b, const std::vector<SampleSpec>& s, std::vector<SampleResult>& o) override {
-    b_.forward_sample(b, s, o);
-  }
-  const ModelConfig& config() const override { return b_.config(); }
-  DType dtype() const override { return b_.dtype(); }
-  std::string device_name() const override { return b_.device_name(); }
-  std::string kernel_config() const override { return b_.kernel_config(); }
-  size_t kv_budget_bytes() const override { return b_.kv_budget_bytes(); }
 
  private:
-  Backend& b_;
   int* kv_shape_;  // {num_blocks, block_size} of the backend's current cache, shared by all lenders
 };
 
@@ -129,7 +118,7 @@ struct RunResult {
 
 RunResult run_once(Backend& be, EngineOptions opts, const std::vector<Request>& reqs) {
   static int kv_shape[2] = {-1, -1};
-  Engine e(std::make_unique<BorrowedBackend>(be, kv_shape), opts);
+  Engine e(std::make_unique<KvKeepingBackend>(be, kv_shape), opts);
   RunResult r;
   std::map<uint64_t, size_t> index;
   r.bits.resize(reqs.size());

@@ -64,4 +64,29 @@ class Backend {
   virtual size_t kv_budget_bytes() const { return size_t(2) << 30; }
 };
 
+// A Backend that forwards every call to one it borrows (and does not own): several engines, one
+// after another, over one loaded model (tests, benchmarks). Override a call to change it.
+class ForwardingBackend : public Backend {
+ public:
+  explicit ForwardingBackend(Backend& b) : b_(b) {}
+  void allocate_kv(int num_blocks, int block_size) override { b_.allocate_kv(num_blocks, block_size); }
+  size_t kv_block_bytes(int block_size) const override { return b_.kv_block_bytes(block_size); }
+  void forward_logits(const ForwardBatch& batch, float* logits) override { b_.forward_logits(batch, logits); }
+  void forward_sample(const ForwardBatch& batch, const std::vector<SampleSpec>& specs,
+                      std::vector<SampleResult>& out) override {
+    b_.forward_sample(batch, specs, out);
+  }
+  const ModelConfig& config() const override { return b_.config(); }
+  DType dtype() const override { return b_.dtype(); }
+  std::string device_name() const override { return b_.device_name(); }
+  std::string kernel_config() const override { return b_.kernel_config(); }
+  size_t kv_budget_bytes() const override { return b_.kv_budget_bytes(); }
+
+ protected:
+  Backend& borrowed() { return b_; }
+
+ private:
+  Backend& b_;
+};
+
 }  // namespace verbatim

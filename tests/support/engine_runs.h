@@ -31,24 +31,7 @@ struct EngineRequest {
 
 // Lends one backend to engine after engine (each Engine owns its backend; the weights load once,
 // which matters for the 8B shape on a GPU). Every Engine re-allocates the KV cache it asks for.
-class BorrowedBackend : public Backend {
- public:
-  explicit BorrowedBackend(Backend& b) : b_(b) {}
-  void allocate_kv(int n, int bs) override { b_.allocate_kv(n, bs); }
-  size_t kv_block_bytes(int bs) const override { return b_.kv_block_bytes(bs); }
-  void forward_logits(const ForwardBatch& b, float* l) override { b_.forward_logits(b, l); }
-  void forward_sample(const ForwardBatch& b, const std::vector<SampleSpec>& s, std::vector<SampleResult>& o) override {
-    b_.forward_sample(b, s, o);
-  }
-  const ModelConfig& config() const override { return b_.config(); }
-  DType dtype() const override { return b_.dtype(); }
-  std::string device_name() const override { return b_.device_name(); }
-  std::string kernel_config() const override { return b_.kernel_config(); }
-  size_t kv_budget_bytes() const override { return b_.kv_budget_bytes(); }
-
- private:
-  Backend& b_;
-};
+using BorrowedBackend = ForwardingBackend;
 
 // Steps the engine until idle, appending every update to out[id]. Fails the test (and returns)
 // if it never goes idle.
