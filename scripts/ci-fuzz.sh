@@ -4,8 +4,10 @@
 # when any target finds a crash, a sanitizer report or a broken invariant; the reproducer is
 # copied to build-fuzz/findings/<target>/.
 # Default (CI): a fixed seed and a fixed number of runs per target (RUNS below, about 20 s each on
-# the 2-core build machine), so a clean clone fuzzes the same inputs every time and CI cannot turn
-# red on a finding that depends on the machine's speed or luck. Exploring: FUZZ_SECONDS.
+# the 2-core build machine) from the checked-in inputs, so every machine does the same amount of
+# fuzzing and CI cannot turn red because a faster machine got further or a seed got lucky (the
+# search is not bit-identical run to run: libFuzzer's input selection also reads timings).
+# Exploring: FUZZ_SECONDS.
 #   FUZZ_SECONDS   time-bounded exploration instead: seconds per target, a random seed each run
 #   FUZZ_SEED      the seed of the default mode (default 1)
 #   FUZZ_PARALLEL  targets run at once (default 2: one per core of the CI machine)
