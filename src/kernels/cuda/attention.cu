@@ -45,32 +45,43 @@ template <int HD> struct Smem {
   static constexpr size_t bytes(size_t elem) { return 4 * kTileElems * elem; }  // K, V x 2 stages
 };
 
+// The cache blocks of a tile's positions [t0, limit) (limit <= t0 + 64). When they number <= 32
+// (block_size >= 3) each lane reads one block id once and `of` passes it around with a shuffle:
+// a block-table read per copy made each copy wait for an L2 round trip (addresses only: what is
+// read is the same). `of` is called by every lane of the warp together; positions >= limit get 0.
+struct TileBlocks {
+  const int32_t* bt;
+  int block_size, first, limit, mine;
+  bool cached;
+  __device__ __forceinline__ TileBlocks(const int32_t* bt_, int t0, int limit_, int block_size_)
+      : bt(bt_), block_size(block_size_), first(t0 / block_size_), limit(limit_) {
+    const int nblk = limit > t0 ? (limit - 1) / block_size - first + 1 : 0;
+    const int lane = threadIdx.x & 31;
+    cached = nblk <= 32;  // warp-uniform
+    mine = (cached && lane < nblk) ? bt[first + lane] : 0;
+  }
+  __device__ __forceinline__ int of(int pos) const {
+    const int b = __shfl_sync(0xffffffffu, mine, min(max(pos / block_size - first, 0), 31));
+    return cached ? b : (pos < limit ? bt[pos / block_size] : 0);
+  }
+};
+
 // Loads keys [t0, t0 + 64) of the kv head into smem; positions >= limit are zero-filled (never
 // read from the cache: they may not exist, and zeros keep masked products exactly 0). Called by
-// every thread of the CTA. The tile's block ids (at most 32 blocks when block_size >= 3) are read
-// once per warp, one per lane, and passed around with shuffles: a block-table read per copy made
-// each copy wait for an L2 round trip (addresses only: what lands in smem is the same).
+// every thread of the CTA (TileBlocks shuffles; the trip count is the same for the whole warp).
 template <typename T, int HD, int WARPS>
 __device__ __forceinline__ void load_tile(T* ks, T* vs, const T* kc, const T* vc, const int32_t* bt, int t0, int limit,
                                           int block_size, int kv_heads, int kvh) {
   constexpr int kChunks = HD / 8;
-  const int lane = threadIdx.x & 31;
-  const int first_blk = t0 / block_size;
-  const int last_pos = min(t0 + kTile, limit) - 1;
-  const int nblk = last_pos >= t0 ? last_pos / block_size - first_blk + 1 : 0;
-  const bool cached = nblk <= 32;  // warp-uniform
-  const int my_blk = (cached && lane < nblk) ? bt[first_blk + lane] : 0;
+  const TileBlocks blocks(bt, t0, min(t0 + kTile, limit), block_size);
 #pragma unroll 4
   for (int idx = threadIdx.x; idx < kTile * kChunks; idx += WARPS * 32) {
     const int key = idx / kChunks, c = idx % kChunks;
     const int pos = t0 + key;
-    // Every lane takes part in the shuffle (the trip count is the same for the whole warp).
-    const int rel = min(max(pos / block_size - first_blk, 0), 31);
-    const int blk_shfl = __shfl_sync(0xffffffffu, my_blk, rel);
+    const int blk = blocks.of(pos);
     T* kd = ks + key * Smem<HD>::kStride + c * 8;
     T* vd = vs + key * Smem<HD>::kStride + c * 8;
     if (pos < limit) {
-      const int blk = cached ? blk_shfl : bt[pos / block_size];
       const int64_t slot = int64_t(blk) * block_size + pos % block_size;
       const int64_t off = (slot * kv_heads + kvh) * HD + c * 8;
       cp_async16(kd, kc + off);
@@ -353,22 +364,15 @@ __global__ void __launch_bounds__(32) attention_tile_kernel(AttnArgs a, int item
   for (int i = 0; i < item.count; ++i) maxpos = max(maxpos, a.positions[item.first + i]);
   const int p0 = item.part * kTile;
   const int p1 = min(p0 + kTile, maxpos + 1);
-  // The tile's block ids, one per lane (as load_tile), for V's copy and K's rows.
+  // The tile's block ids (as load_tile), for V's copy and K's rows.
   const int bs = a.block_size;
-  const int first_blk = p0 / bs;
-  const int nblk = p1 > p0 ? (p1 - 1) / bs - first_blk + 1 : 0;
-  const bool cached = nblk <= 32;
-  const int my_blk = (cached && lane < nblk) ? bt[first_blk + lane] : 0;
-  auto block_of = [&](int pos) {  // every lane calls it together (the shuffle)
-    const int b = __shfl_sync(0xffffffffu, my_blk, min(max(pos / bs - first_blk, 0), 31));
-    return cached ? b : (pos < p1 ? bt[pos / bs] : 0);
-  };
+  const TileBlocks blocks(bt, p0, p1, bs);
   constexpr int kChunks = HD / 8;
 #pragma unroll 4
   for (int idx = lane; idx < kTile * kChunks; idx += 32) {
     const int key = idx / kChunks, c = idx % kChunks;
     const int pos = p0 + key;
-    const int blk = block_of(pos);
+    const int blk = blocks.of(pos);
     T* vd = vs + key * Smem<HD>::kStride + c * 8;
     if (pos < p1) {
       const int64_t slot = int64_t(blk) * bs + pos % bs;
@@ -382,7 +386,7 @@ __global__ void __launch_bounds__(32) attention_tile_kernel(AttnArgs a, int item
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
     const int pos = p0 + nt * 8 + gid;
-    const int blk = block_of(pos);
+    const int blk = blocks.of(pos);
     const int64_t slot = int64_t(blk) * bs + pos % bs;
     kf.rows[nt] = pos < p1 ? kc + (slot * a.kv_heads + kvh) * HD + tig * 2 : nullptr;
   }

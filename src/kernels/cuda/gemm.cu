@@ -497,6 +497,18 @@ void launch_v2_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   return launch_v2<T, 4, 2, 4>(a, split, stream);
 }
 
+// Runs set() once per device for this `done` (a function attribute lives in the current device's
+// context; tensor parallelism runs one rank per device).
+template <typename F>
+void once_per_device(std::atomic<uint64_t>& done, F&& set) {
+  int dev = 0;
+  VB_CUDA(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t(1) << (dev & 63);
+  if (done.load(std::memory_order_acquire) & bit) return;
+  set();
+  done.fetch_or(bit, std::memory_order_acq_rel);
+}
+
 // Tiled configurations (speed only: every one gives v1's bits). Large M: 128 x 128 per CTA.
 // Up to 64 rows: one row tile of 16/32/64, 128 columns, 8 warps of 16 columns.
 template <typename T, int BM, int BN, int WM, int WN, int S, bool combine>
@@ -504,15 +516,9 @@ void launch_tiled_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
   constexpr size_t smem = size_t(S) * tiled_stage_bytes<BM, BN, WM, WN>();
   static_assert(smem <= 200 * 1024, "tiled GEMM stages exceed shared memory");
   auto* k = gemm_tiled_kernel<T, BM, BN, WM, WN, S, combine>;
-  // Raised here and not in gemm_prepare: one attribute per instantiation, set once per device.
+  // Raised here and not in gemm_prepare: one attribute per instantiation.
   static std::atomic<uint64_t> done{0};
-  int dev = 0;
-  VB_CUDA(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t(1) << (dev & 63);
-  if (!(done.load(std::memory_order_acquire) & bit)) {
-    VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    done.fetch_or(bit, std::memory_order_acq_rel);
-  }
+  once_per_device(done, [&] { VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem))); });
   dim3 grid(ceil_div(a.M, BM), ceil_div(a.N, BN), combine ? 1 : split);
   pdl_launch(k, grid, dim3(WM * WN * 32), smem, stream, a, split);
   VB_CUDA_LAUNCHED();
@@ -578,6 +584,13 @@ bool uses_tiled(int M) {
 
 // One pass of M rows (a.partial set when split > 1 and the segments go to partials).
 template <typename T>
+void launch_any(const GemmArgs& a, int split, cudaStream_t stream);
+void launch_for_dtype(const GemmArgs& a, int split, DType t, cudaStream_t stream) {
+  if (t == DType::BF16) launch_any<bf16>(a, split, stream);
+  else if (t == DType::F16) launch_any<f16>(a, split, stream);
+  else throw Error("cuda gemm: activations must be bf16 or fp16");
+}
+template <typename T>
 void launch_any(const GemmArgs& a, int split, cudaStream_t stream) {
   if (uses_tiled(a.M)) return launch_tiled<T>(a, split, stream);
   if (active_gemm_kernel() == GemmKernel::V2 && a.M <= kV2MaxM) {
@@ -620,16 +633,11 @@ bool gemm_sums_in_kernel(int M, int N, int split) {
 }
 
 void gemm_prepare() {
-  // Once per device (a function attribute lives in the current device's context; tensor
-  // parallelism runs one rank per device).
   static std::atomic<uint64_t> done{0};
-  int dev = 0;
-  VB_CUDA(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t(1) << (dev & 63);
-  if (done.load(std::memory_order_acquire) & bit) return;
-  set_v2_smem_limits<bf16>();
-  set_v2_smem_limits<f16>();
-  done.fetch_or(bit, std::memory_order_acq_rel);
+  once_per_device(done, [] {
+    set_v2_smem_limits<bf16>();
+    set_v2_smem_limits<f16>();
+  });
 }
 
 int gemm_split_for(int N, int K) {
@@ -679,15 +687,12 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
     if (gemm_workspace_bytes(M, N, split) > workspace_bytes) throw Error("cuda gemm: partials do not fit the workspace");
     GemmArgs s = a;
     s.partial = workspace;
-    if (t == DType::BF16) launch_any<bf16>(s, split, stream);
-    else launch_any<f16>(s, split, stream);
+    launch_for_dtype(s, split, t, stream);
     return;
   }
   if (split > 1 && gemm_sums_in_kernel(M, N, split)) {
     // The tiled kernel adds the segments itself, in segment order: no partials, no reduce.
-    if (t == DType::BF16) launch_any<bf16>(a, split, stream);
-    else if (t == DType::F16) launch_any<f16>(a, split, stream);
-    else throw Error("cuda gemm: activations must be bf16 or fp16");
+    launch_for_dtype(a, split, t, stream);
     return;
   }
   if (split > 1) {
@@ -703,9 +708,7 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
     if (out.y) s.y = static_cast<char*>(out.y) + size_t(m0) * ldy * ebytes;
     if (out.y32) s.y32 = out.y32 + size_t(m0) * ldy;
     if (split > 1) s.partial = workspace;
-    if (t == DType::BF16) launch_any<bf16>(s, split, stream);
-    else if (t == DType::F16) launch_any<f16>(s, split, stream);
-    else throw Error("cuda gemm: activations must be bf16 or fp16");
+    launch_for_dtype(s, split, t, stream);
     if (split > 1) {
       const int64_t pairs = int64_t(s.M) * N / 2;
       const int threads = 256;
