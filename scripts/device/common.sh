@@ -46,3 +46,24 @@ mk() {  # arch dir init_std: a make-model folder, marked dir.done once whole
     [ -f "$2/config.json" ] && touch "$2.done"
 }
 call_finish() { say "done"; tar czf "$FINAL/$CALL.tgz" -C "$OUT" .; }
+# eb TAG DIR MODE [VAR=value...]: engine-bench decode at batch 1/8/32/64 (context 1024) and a
+# 2,048-token prefill, JSON to $OUT/eb_TAG.json, a one-line summary to the log. EB_BATCHES,
+# EB_STEPS, EB_PREFILL (0: none) and EB_MIN_LEFT override the defaults.
+eb() {
+  local tag=$1 dir=$2 mode=$3
+  shift 3
+  [ "$(left)" -lt "${EB_MIN_LEFT:-90}" ] && { say "skip eb $tag: $(left) s left"; return; }
+  env "$@" timeout 100 "$VB" engine-bench --model "$dir" --device cuda --mode "$mode" --batches "${EB_BATCHES:-1,8,32,64}" \
+    --context 1024 --steps "${EB_STEPS:-32}" --prefill "${EB_PREFILL:-2048}" --json $OUT/eb_$tag.json > $OUT/eb_$tag.log 2>&1
+  say "eb $tag rc=$? $*: $(grep -E 'decode|prefill [0-9]' $OUT/eb_$tag.log | sed -E 's/.*batch +([0-9]+): median +([0-9.]+) ms.*/b\1 \2/; s/prefill 2048 tokens: median ([0-9.]+) ms, ([0-9.]+) TFLOP.*/prefill \1 ms \2 TF/' | tr '\n' ' ')"
+  grep memory $OUT/eb_$tag.log | tee -a $LOG
+}
+# ncu_steps TAG DIR BATCH: per-kernel durations of two decode steps over the zeroed cache.
+ncu_steps() {
+  timeout 100 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+    --launch-count 4000 "$VB" engine-bench --model "$2" --device cuda --batches "$3" --context 1024 --steps 2 \
+    --prefill 0 --no-context-prefill > $W/ncu_$1.csv 2> $W/ncu_$1.err
+  say "ncu $1 rc=$? $(wc -l < $W/ncu_$1.csv) lines"
+  python3 scripts/device/ncu_summary.py $W/ncu_$1.csv $OUT/ncu_$1.txt > /dev/null
+  head -16 $OUT/ncu_$1.txt | tee -a $LOG
+}

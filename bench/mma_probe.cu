@@ -1,0 +1,293 @@
+// mma_probe: does Hopper's wgmma give the bits of mma.sync for the same dot product?
+// The contract GEMM (src/kernels/cuda/gemm.cu) chains mma.sync m16n8k16 steps; a wgmma prefill
+// kernel could only share its bits if one k16 step of wgmma rounds and adds exactly as mma.sync
+// does. This tool measures that on the device: random 64 x K by K x 8 products (natural slot->k
+// map, k16 steps in ascending order, fp32 accumulators chained) through (1) mma.sync, (2) wgmma
+// with A and B in shared memory, (3) wgmma with A in registers; it counts differing outputs and
+// the error of each against an fp64 reference, for bf16 and fp16 and for two input ranges.
+// Usage: mma_probe [--json FILE]. Research tool: it prints what it finds and asserts nothing.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kM = 64, kN = 8;
+
+#define CK(x)                                                                           \
+  do {                                                                                  \
+    cudaError_t e_ = (x);                                                               \
+    if (e_ != cudaSuccess) {                                                            \
+      std::fprintf(stderr, "mma_probe: %s: %s\n", #x, cudaGetErrorString(e_));          \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+template <bool BF>
+__device__ __forceinline__ void mma_sync(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (BF)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t ld2(const uint16_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+// Thread (warp w, gid, tig) of a 16-row MMA: its A words for rows 16w+gid(+8), k 2tig(+8) of step s.
+__device__ __forceinline__ void a_frag(const uint16_t* A, int K, int w, int gid, int tig, int s, uint32_t (&a)[4]) {
+  const int r0 = 16 * w + gid, k0 = 16 * s + 2 * tig;
+  a[0] = ld2(A + r0 * K + k0);
+  a[1] = ld2(A + (r0 + 8) * K + k0);
+  a[2] = ld2(A + r0 * K + k0 + 8);
+  a[3] = ld2(A + (r0 + 8) * K + k0 + 8);
+}
+
+__device__ __forceinline__ void store_d(float* D, int w, int gid, int tig, const float (&c)[4]) {
+  const int r0 = 16 * w + gid;
+  D[r0 * kN + 2 * tig] = c[0];
+  D[r0 * kN + 2 * tig + 1] = c[1];
+  D[(r0 + 8) * kN + 2 * tig] = c[2];
+  D[(r0 + 8) * kN + 2 * tig + 1] = c[3];
+}
+
+template <bool BF>
+__global__ void probe_mma_sync(const uint16_t* A, const uint16_t* B, int K, float* D) {
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+  float c[4] = {0, 0, 0, 0};
+  for (int s = 0; s < K / 16; ++s) {
+    uint32_t a[4];
+    a_frag(A, K, w, gid, tig, s, a);
+    const int k0 = 16 * s + 2 * tig;
+    mma_sync<BF>(c, a, ld2(B + gid * K + k0), ld2(B + gid * K + k0 + 8));
+  }
+  store_d(D, w, gid, tig, c);
+}
+
+// No-swizzle K-major layout: 8-row x 16-byte core matrices, rows 16 bytes apart; the core matrix
+// of (row group g, k group c) of step s at s*step_bytes + g*256 + c*128 (the two k groups of a
+// row group side by side). The layout is fixed; only the descriptor's reading of it varies.
+constexpr int kKGroupBytes = 128, kRowGroupBytes = 256;
+__device__ __forceinline__ uint32_t core_off(int r, int k) {
+  return uint32_t((r / 8) * kRowGroupBytes + (k / 8) * kKGroupBytes + (r % 8) * 16 + (k % 8) * 2);
+}
+__device__ __forceinline__ uint64_t desc(uint32_t smem_addr, int lbo, int sbo) {
+  return uint64_t((smem_addr & 0x3FFFF) >> 4) | (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32);
+}
+
+template <bool BF>
+__device__ __forceinline__ void wgmma_ss(float (&c)[4], uint64_t da, uint64_t db) {
+  if constexpr (BF)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "l"(da), "l"(db));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "l"(da), "l"(db));
+}
+template <bool BF>
+__device__ __forceinline__ void wgmma_rs(float (&c)[4], const uint32_t (&a)[4], uint64_t db) {
+  if constexpr (BF)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, 0;\n}\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, 0;\n}\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+
+// regs_a: A from registers; else from shared memory. swap: the descriptor's LBO and SBO fields
+// exchanged (the probe reports which reading gives the right product).
+template <bool BF>
+__global__ void probe_wgmma(const uint16_t* A, const uint16_t* B, int K, float* D, bool regs_a, bool swap) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  const int steps = K / 16;
+  // PTX's K-major reading: LBO = the k-group stride, SBO = the row-group stride; swap tries the other.
+  const int lbo = swap ? kRowGroupBytes : kKGroupBytes, sbo = swap ? kKGroupBytes : kRowGroupBytes;
+  const int a_step = kM * 16 * 2, b_step = 256;  // bytes per k16 step (B: one row group, 2 k groups)
+  uint8_t* sa = smem;
+  uint8_t* sb = smem + steps * a_step;
+  for (int i = threadIdx.x; i < kM * K; i += blockDim.x) {
+    const int r = i / K, k = i % K, s = k / 16;
+    *reinterpret_cast<uint16_t*>(sa + s * a_step + core_off(r, k % 16)) = A[i];
+  }
+  for (int i = threadIdx.x; i < kN * K; i += blockDim.x) {
+    const int r = i / K, k = i % K, s = k / 16;
+    *reinterpret_cast<uint16_t*>(sb + s * b_step + core_off(r, k % 16)) = B[i];
+  }
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  __syncthreads();
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+  float c[4] = {0, 0, 0, 0};
+  const uint32_t base_a = uint32_t(__cvta_generic_to_shared(sa)), base_b = uint32_t(__cvta_generic_to_shared(sb));
+  for (int s = 0; s < steps; ++s) {
+    uint32_t a[4];
+    if (regs_a) a_frag(A, K, w, gid, tig, s, a);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    const uint64_t db = desc(base_b + s * b_step, lbo, sbo);
+    if (regs_a)
+      wgmma_rs<BF>(c, a, db);
+    else
+      wgmma_ss<BF>(c, desc(base_a + s * a_step, lbo, sbo), db);
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  }
+  store_d(D, w, gid, tig, c);
+}
+
+uint16_t to_bits(float v, bool bf) {
+  if (bf) {
+    __nv_bfloat16 h = __float2bfloat16_rn(v);
+    uint16_t u;
+    std::memcpy(&u, &h, 2);
+    return u;
+  }
+  __half h = __float2half_rn(v);
+  uint16_t u;
+  std::memcpy(&u, &h, 2);
+  return u;
+}
+float from_bits(uint16_t u, bool bf) {
+  if (bf) {
+    __nv_bfloat16 h;
+    std::memcpy(&h, &u, 2);
+    return __bfloat162float(h);
+  }
+  __half h;
+  std::memcpy(&h, &u, 2);
+  return __half2float(h);
+}
+
+struct Result {
+  std::string name;
+  int differ_from_mma_sync = 0;
+  double max_rel_err = 0;  // against fp64, relative to sum |a b|
+};
+
+template <bool BF>
+std::vector<Result> run_case(int K, bool wide, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> ex(-10, 10);
+  std::vector<uint16_t> A(kM * K), B(kN * K);
+  auto val = [&] { return wide ? std::ldexp(nd(g), ex(g)) : nd(g) * 0.05f; };
+  for (auto& v : A) v = to_bits(val(), BF);
+  for (auto& v : B) v = to_bits(val(), BF);
+  std::vector<double> ref(kM * kN), mag(kM * kN);
+  for (int m = 0; m < kM; ++m)
+    for (int n = 0; n < kN; ++n) {
+      double s = 0, a = 0;
+      for (int k = 0; k < K; ++k) {
+        const double p = double(from_bits(A[m * K + k], BF)) * from_bits(B[n * K + k], BF);
+        s += p;
+        a += std::fabs(p);
+      }
+      ref[m * kN + n] = s;
+      mag[m * kN + n] = a;
+    }
+  uint16_t *dA, *dB;
+  float* dD;
+  CK(cudaMalloc(&dA, A.size() * 2));
+  CK(cudaMalloc(&dB, B.size() * 2));
+  CK(cudaMalloc(&dD, kM * kN * 4));
+  CK(cudaMemcpy(dA, A.data(), A.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dB, B.data(), B.size() * 2, cudaMemcpyHostToDevice));
+  // + 1 KB: with the fields swapped the descriptor may address past the tiles (garbage, counted
+  // as differences, but inside the allocation: an access outside it would kill the context).
+  const size_t smem = size_t(K / 16) * (kM * 32 + 256) + 1024;
+  CK(cudaFuncSetAttribute(probe_wgmma<BF>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  std::vector<float> base(kM * kN), out(kM * kN);
+  std::vector<Result> res;
+  auto take = [&](const std::string& name) {
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(out.data(), dD, out.size() * 4, cudaMemcpyDeviceToHost));
+    if (name == "mma_sync") base = out;
+    Result r{name};
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (std::memcmp(&out[i], &base[i], 4) != 0) ++r.differ_from_mma_sync;
+      r.max_rel_err = std::max(r.max_rel_err, std::fabs(out[i] - ref[i]) / (mag[i] + 1e-30));
+    }
+    res.push_back(r);
+  };
+  probe_mma_sync<BF><<<1, 128>>>(dA, dB, K, dD);
+  take("mma_sync");
+  for (int swap = 0; swap < 2; ++swap) {
+    probe_wgmma<BF><<<1, 128, smem>>>(dA, dB, K, dD, false, swap);
+    take(std::string("wgmma_ss") + (swap ? "_swapped_lbo_sbo" : ""));
+    probe_wgmma<BF><<<1, 128, smem>>>(dA, dB, K, dD, true, swap);
+    take(std::string("wgmma_rs") + (swap ? "_swapped_lbo_sbo" : ""));
+  }
+  CK(cudaFree(dA));
+  CK(cudaFree(dB));
+  CK(cudaFree(dD));
+  return res;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--json" && i + 1 < argc) json_path = argv[++i];
+    else {
+      std::fprintf(stderr, "mma_probe: unknown argument %s (usage: mma_probe [--json FILE])\n", argv[i]);
+      return 2;
+    }
+  }
+  cudaDeviceProp p{};
+  CK(cudaGetDeviceProperties(&p, 0));
+  if (p.major < 9) {
+    std::fprintf(stderr, "mma_probe: needs sm_90 (found %s, sm_%d%d)\n", p.name, p.major, p.minor);
+    return 1;
+  }
+  std::string js = "{\"gpu\":\"" + std::string(p.name) + "\",\"cases\":[";
+  bool first = true;
+  for (int bf = 1; bf >= 0; --bf)
+    for (int wide = 0; wide < 2; ++wide)
+      for (int K : {16, 128, 1024})
+        for (uint32_t seed : {1u, 2u}) {
+          auto rs = bf ? run_case<true>(K, wide, seed) : run_case<false>(K, wide, seed);
+          for (const auto& r : rs) {
+            std::printf("%s K=%4d %s seed %u  %-26s differ %3d / %d  max_rel_err %.3g\n", bf ? "bf16" : "fp16", K,
+                        wide ? "wide  " : "narrow", seed, r.name.c_str(), r.differ_from_mma_sync, kM * kN,
+                        r.max_rel_err);
+            char buf[512];
+            std::snprintf(buf, sizeof buf,
+                          "%s{\"dtype\":\"%s\",\"K\":%d,\"range\":\"%s\",\"seed\":%u,\"kernel\":\"%s\","
+                          "\"differ_from_mma_sync\":%d,\"outputs\":%d,\"max_rel_err\":%.6g}",
+                          first ? "" : ",", bf ? "bf16" : "fp16", K, wide ? "wide" : "narrow", seed, r.name.c_str(),
+                          r.differ_from_mma_sync, kM * kN, r.max_rel_err);
+            js += buf;
+            first = false;
+          }
+        }
+  js += "]}\n";
+  if (!json_path.empty()) {
+    FILE* f = std::fopen(json_path.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "mma_probe: cannot write %s\n", json_path.c_str());
+      return 1;
+    }
+    std::fputs(js.c_str(), f);
+    std::fclose(f);
+  }
+  return 0;
+}
