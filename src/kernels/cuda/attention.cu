@@ -39,10 +39,15 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
+// One stage of a K and a V tile, rows padded so that fragment reads hit distinct banks: K rows are
+// read 8 bytes per lane (rows 8 words apart mod 32: the 4 rows of a half warp never share a
+// bank), V rows by ldmatrix (rows 4 words apart mod 32: the 8 rows of a matrix never do).
 template <int HD> struct Smem {
-  static constexpr int kStride = HD + 8;  // padded rows: conflict-free fragment loads
-  static constexpr size_t kTileElems = size_t(kTile) * kStride;
-  static constexpr size_t bytes(size_t elem) { return 4 * kTileElems * elem; }  // K, V x 2 stages
+  static constexpr int kKStride = HD + 16;
+  static constexpr int kVStride = HD + 8;
+  static constexpr size_t kKElems = size_t(kTile) * kKStride;
+  static constexpr size_t kVElems = size_t(kTile) * kVStride;
+  static constexpr size_t kStageElems = kKElems + kVElems;  // K then V
 };
 
 // The cache blocks of a tile's positions [t0, limit) (limit <= t0 + 64). When they number <= 32
@@ -79,8 +84,8 @@ __device__ __forceinline__ void load_tile(T* ks, T* vs, const T* kc, const T* vc
     const int key = idx / kChunks, c = idx % kChunks;
     const int pos = t0 + key;
     const int blk = blocks.of(pos);
-    T* kd = ks + key * Smem<HD>::kStride + c * 8;
-    T* vd = vs + key * Smem<HD>::kStride + c * 8;
+    T* kd = ks + key * Smem<HD>::kKStride + c * 8;
+    T* vd = vs + key * Smem<HD>::kVStride + c * 8;
     if (pos < limit) {
       const int64_t slot = int64_t(blk) * block_size + pos % block_size;
       const int64_t off = (slot * kv_heads + kvh) * HD + c * 8;
@@ -97,24 +102,28 @@ __device__ __forceinline__ void load_tile(T* ks, T* vs, const T* kc, const T* vc
 // mn = max(m_in, max of the tile's scores) for rows with keys in the tile (`active`), the tile's
 // probabilities p = round(exp(s - mn)) summed in a fixed order (`sum`, quad tree), and o = P·V
 // from 0 (`o`, MMA over the keys in steps of 16). Inactive rows get p = 0 and keep m_in.
-// Where a thread's K fragments come from (the same 32-bit words either way: keys nt·8 + gid of the
-// tile, dims kk·16 + 2·tig (+1) and + 8): the tile in shared memory, or (KFromGlobal) the cache.
+// The q.k dims of an MMA slot (every attention kernel, for q and for k alike): in k16 step kk,
+// thread tig's slots 2tig, 2tig+1 take dims 16kk + 4tig, +1 and its slots 2tig+8, 2tig+9 take
+// dims 16kk + 4tig + 2, +3. Each step sums the same 16 dims as the plain slot order, and a
+// thread's 4 dims are one 8-byte load: a quad reads 32 contiguous bytes of a key row (one whole
+// sector; the plain order read 4-byte words, half sectors). Where the words come from: the tile
+// in shared memory, or (KFromGlobal) the cache.
 template <typename T, int HD>
 struct KFromSmem {
   const T* ks;
   __device__ __forceinline__ const T* row(int nt) const {
-    return ks + (nt * 8 + ((threadIdx.x & 31) >> 2)) * Smem<HD>::kStride + (threadIdx.x & 3) * 2;
+    return ks + (nt * 8 + ((threadIdx.x & 31) >> 2)) * Smem<HD>::kKStride + (threadIdx.x & 3) * 4;
   }
-  __device__ __forceinline__ uint32_t word(const T* r, int off) const {
-    return *reinterpret_cast<const uint32_t*>(r + off);
+  __device__ __forceinline__ uint2 words(const T* r, int kk) const {
+    return *reinterpret_cast<const uint2*>(r + kk * 16);
   }
 };
 template <typename T, int HD>
 struct KFromGlobal {
-  const T* rows[8];  // per nt: this thread's key row at dim 2·tig, or null past the part (zeros)
+  const T* rows[8];  // per nt: this thread's key row at dim 4·tig, or null past the part (zeros)
   __device__ __forceinline__ const T* row(int nt) const { return rows[nt]; }
-  __device__ __forceinline__ uint32_t word(const T* r, int off) const {
-    return r ? *reinterpret_cast<const uint32_t*>(r + off) : 0u;  // zeros, as the smem tile's fill
+  __device__ __forceinline__ uint2 words(const T* r, int kk) const {
+    return r ? *reinterpret_cast<const uint2*>(r + kk * 16) : make_uint2(0u, 0u);  // zeros, as the smem tile's fill
   }
 };
 struct NothingBeforePV {
@@ -136,9 +145,8 @@ __device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], c
     const T* krow = kf.row(nt);
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
-      const uint32_t b0 = kf.word(krow, kk * 16);
-      const uint32_t b1 = kf.word(krow, kk * 16 + 8);
-      mma16816<T>(s[nt], qa[kk], b0, b1);
+      const uint2 b = kf.words(krow, kk);
+      mma16816<T>(s[nt], qa[kk], b.x, b.y);
     }
   }
 #pragma unroll
@@ -184,7 +192,7 @@ __device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], c
     const int mi = lane >> 3, ri = lane & 7;
 #pragma unroll
     for (int nt = 0; nt < HD / 8; nt += 2) {
-      const T* src = vs + (j * 16 + (mi & 1) * 8 + ri) * Smem<HD>::kStride + (nt + (mi >> 1)) * 8;
+      const T* src = vs + (j * 16 + (mi & 1) * 8 + ri) * Smem<HD>::kVStride + (nt + (mi >> 1)) * 8;
       uint32_t b0, b1, b2, b3;
       asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                    : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
@@ -229,12 +237,14 @@ __device__ __forceinline__ void load_q(const AttnArgs& a, const int (&token)[2],
   const T* qr0 = q + int64_t(token[0]) * ld + int64_t(head[0]) * HD;
   const T* qr1 = q + int64_t(token[1]) * ld + int64_t(head[1]) * HD;
 #pragma unroll
-  for (int ks = 0; ks < HD / 16; ++ks) {
-    const int d = ks * 16 + tig * 2;
-    qa[ks][0] = valid[0] ? *reinterpret_cast<const uint32_t*>(qr0 + d) : 0u;
-    qa[ks][1] = valid[1] ? *reinterpret_cast<const uint32_t*>(qr1 + d) : 0u;
-    qa[ks][2] = valid[0] ? *reinterpret_cast<const uint32_t*>(qr0 + d + 8) : 0u;
-    qa[ks][3] = valid[1] ? *reinterpret_cast<const uint32_t*>(qr1 + d + 8) : 0u;
+  for (int ks = 0; ks < HD / 16; ++ks) {  // the slot map of KFromSmem's comment
+    const int d = ks * 16 + tig * 4;
+    const uint2 q0 = valid[0] ? *reinterpret_cast<const uint2*>(qr0 + d) : make_uint2(0u, 0u);
+    const uint2 q1 = valid[1] ? *reinterpret_cast<const uint2*>(qr1 + d) : make_uint2(0u, 0u);
+    qa[ks][0] = q0.x;
+    qa[ks][1] = q1.x;
+    qa[ks][2] = q0.y;
+    qa[ks][3] = q1.y;
   }
 }
 template <typename T, int HD>
@@ -307,20 +317,20 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
     for (int c = 0; c < 4; ++c) acc[n][c] = 0.0f;
   const int ntiles = p1 > p0 ? (p1 - p0 + kTile - 1) / kTile : 0;
   if (ntiles > 0)
-    load_tile<T, HD, WARPS>(smem, smem + Smem<HD>::kTileElems, kc, vc, bt, p0, p1, a.block_size, a.kv_heads, kvh);
+    load_tile<T, HD, WARPS>(smem, smem + Smem<HD>::kKElems, kc, vc, bt, p0, p1, a.block_size, a.kv_heads, kvh);
   cp_async_commit();
   for (int it = 0; it < ntiles; ++it) {
     const int t0 = p0 + it * kTile;
     const int buf = it & 1;
     if (it + 1 < ntiles) {  // only parts of several tiles use the second stage
-      T* nb = smem + size_t(buf ^ 1) * 2 * Smem<HD>::kTileElems;
-      load_tile<T, HD, WARPS>(nb, nb + Smem<HD>::kTileElems, kc, vc, bt, t0 + kTile, p1, a.block_size, a.kv_heads, kvh);
+      T* nb = smem + size_t(buf ^ 1) * Smem<HD>::kStageElems;
+      load_tile<T, HD, WARPS>(nb, nb + Smem<HD>::kKElems, kc, vc, bt, t0 + kTile, p1, a.block_size, a.kv_heads, kvh);
     }
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();  // this tile's K/V are in smem for every warp
-    const T* ks = smem + size_t(buf) * 2 * Smem<HD>::kTileElems;
-    const T* vs = ks + Smem<HD>::kTileElems;
+    const T* ks = smem + size_t(buf) * Smem<HD>::kStageElems;
+    const T* vs = ks + Smem<HD>::kKElems;
     if (warp_active) {
       float mn[2], sum[2], o[HD / 8][4];
       bool active[2];
@@ -373,7 +383,7 @@ __global__ void __launch_bounds__(32) attention_tile_kernel(AttnArgs a, int item
     const int key = idx / kChunks, c = idx % kChunks;
     const int pos = p0 + key;
     const int blk = blocks.of(pos);
-    T* vd = vs + key * Smem<HD>::kStride + c * 8;
+    T* vd = vs + key * Smem<HD>::kVStride + c * 8;
     if (pos < p1) {
       const int64_t slot = int64_t(blk) * bs + pos % bs;
       cp_async16(vd, vc + (slot * a.kv_heads + kvh) * HD + c * 8);
@@ -388,7 +398,7 @@ __global__ void __launch_bounds__(32) attention_tile_kernel(AttnArgs a, int item
     const int pos = p0 + nt * 8 + gid;
     const int blk = blocks.of(pos);
     const int64_t slot = int64_t(blk) * bs + pos % bs;
-    kf.rows[nt] = pos < p1 ? kc + (slot * a.kv_heads + kvh) * HD + tig * 2 : nullptr;
+    kf.rows[nt] = pos < p1 ? kc + (slot * a.kv_heads + kvh) * HD + tig * 4 : nullptr;
   }
   int pos[2], token[2], head[2];
   bool valid[2];
@@ -457,20 +467,20 @@ __global__ void __launch_bounds__(kThreads) attention_fold_kernel(AttnArgs a, in
     for (int c = 0; c < 4; ++c) acc[n][c] = 0.0f;
   const int ntiles = maxpos / kTile + 1;
   const int limit = maxpos + 1;
-  load_tile<T, HD, 4>(smem, smem + Smem<HD>::kTileElems, kc, vc, bt, 0, limit, a.block_size, a.kv_heads, kvh);
+  load_tile<T, HD, 4>(smem, smem + Smem<HD>::kKElems, kc, vc, bt, 0, limit, a.block_size, a.kv_heads, kvh);
   cp_async_commit();
   for (int it = 0; it < ntiles; ++it) {
     const int t0 = it * kTile;
     const int buf = it & 1;
     if (it + 1 < ntiles) {
-      T* nb = smem + size_t(buf ^ 1) * 2 * Smem<HD>::kTileElems;
-      load_tile<T, HD, 4>(nb, nb + Smem<HD>::kTileElems, kc, vc, bt, t0 + kTile, limit, a.block_size, a.kv_heads, kvh);
+      T* nb = smem + size_t(buf ^ 1) * Smem<HD>::kStageElems;
+      load_tile<T, HD, 4>(nb, nb + Smem<HD>::kKElems, kc, vc, bt, t0 + kTile, limit, a.block_size, a.kv_heads, kvh);
     }
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();
-    const T* ks = smem + size_t(buf) * 2 * Smem<HD>::kTileElems;
-    const T* vs = ks + Smem<HD>::kTileElems;
+    const T* ks = smem + size_t(buf) * Smem<HD>::kStageElems;
+    const T* vs = ks + Smem<HD>::kKElems;
     if (warp_active) {
       const float fresh[2] = {kNegInf, kNegInf};
       float mn[2], sum[2], o[HD / 8][4];
@@ -572,7 +582,7 @@ __global__ void kv_write_kernel(const T* __restrict__ k, const T* __restrict__ v
 }
 
 template <typename T, int HD>
-size_t stage_bytes() { return 2 * Smem<HD>::kTileElems * sizeof(T); }  // K and V of one tile
+size_t stage_bytes() { return Smem<HD>::kStageElems * sizeof(T); }  // K and V of one tile
 
 template <typename T, int HD>
 void prepare_hd() {
@@ -632,7 +642,7 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
                  stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
     else if (a.part_tokens == kTile && tile_kernel_on())
       pdl_launch(attention_tile_kernel<T, HD>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32),
-                 Smem<HD>::kTileElems * sizeof(T), stream, a, g.small_begin);
+                 Smem<HD>::kVElems * sizeof(T), stream, a, g.small_begin);
     else
       pdl_launch(attention_part_kernel<T, HD, 1>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32),
                  stages * stage_bytes<T, HD>(), stream, a, g.small_begin);

@@ -83,8 +83,7 @@ __global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
   }
   // RMSNorm: rmsnorm.cu's 16 lanes and tree.
   float s = 0.0f;
-  if (lane < 16)
-    for (int k = lane; k < hd; k += 16) s = fadd(s, fmul(row[k], row[k]));
+  if (lane < 16) s = lane_sum_squares(row, hd, lane);
 #pragma unroll
   for (int o = 8; o >= 1; o >>= 1) s = fadd(s, __shfl_down_sync(0xffffffffu, s, o));
   s = __shfl_sync(0xffffffffu, s, 0);
