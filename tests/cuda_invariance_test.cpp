@@ -13,6 +13,8 @@
 //                            --init-std 0.02` made in a temp dir; tiny on the CPU)
 //   VERBATIM_TEST_DTYPE      bfloat16 | float16 | both (default both: suites BF16 and F16)
 //   VERBATIM_TEST_MAX_TOKENS tokens per request, base (default 14; request r asks base + r % 7)
+//   VERBATIM_TEST_EXPECT_DIGEST  the reference outputs digest of record (with one dtype): the
+//                            run fails when its outputs differ from it
 //   VERBATIM_TEST_DEVICE     cuda (default) | cpu: the same matrix on the CPU reference, a
 //                            development run of this file's logic (the control then uses the
 //                            CPU's test-only batch-dependent matmul instead of --mode fast)
@@ -189,6 +191,12 @@ class EngineInvariance : public ::testing::TestWithParam<DType> {
       }
       std::printf("[engine invariance] reference outputs digest %s (tensor parallel %s)\n", hex64(h).c_str(),
                   env_or("VERBATIM_TEST_TP", "1").c_str());
+      // A digest of record (same folder, dtype and requests on another run, build or machine):
+      // the outputs must not have moved.
+      const std::string want = env_or("VERBATIM_TEST_EXPECT_DIGEST", "");
+      if (!want.empty()) {
+        EXPECT_EQ(hex64(h), want) << "the reference outputs differ from the digest of record";
+      }
     }
     ASSERT_EQ(s.reference.size(), s.reqs.size()) << "the reference run failed earlier";
   }

@@ -67,3 +67,43 @@ ncu_steps() {
   python3 scripts/device/ncu_summary.py $W/ncu_$1.csv $OUT/ncu_$1.txt > /dev/null
   head -16 $OUT/ncu_$1.txt | tee -a $LOG
 }
+# http_check DIR: two `verbatim serve --device cuda` on DIR (A: default KV at 0.3 of the GPU; B: 48
+# KV blocks and 64-token steps, so preemption and chunked prefill), `verbatim check` with 64
+# users greedy A vs B, then seeded on B; JSON and logs to $OUT.
+http_check() {  # model_dir
+  local dir=$1
+  python3 - $W/prompts.jsonl << 'PY'
+import json, random, sys
+r = random.Random(11)
+prefix = [r.randrange(100, 150000) for _ in range(120)]
+with open(sys.argv[1], "w") as f:
+    for i in range(64):
+        tail = [r.randrange(100, 150000) for _ in range(1 + (i * 37) % 100)]
+        f.write(json.dumps(prefix + tail if i % 4 else tail + prefix[:40]) + "\n")
+PY
+  "$VB" serve $dir --device cuda --host 127.0.0.1 --port 18431 --gpu-memory-utilization 0.3 > $OUT/serve_a.log 2>&1 &
+  local pa=$!
+  "$VB" serve $dir --device cuda --host 127.0.0.1 --port 18432 --num-kv-blocks 48 --max-num-batched-tokens 64 \
+    > $OUT/serve_b.log 2>&1 &
+  local pb=$!
+  local ok=0
+  for i in $(seq 60); do
+    curl -sf http://127.0.0.1:18431/health > /dev/null && curl -sf http://127.0.0.1:18432/health > /dev/null && { ok=1; break; }
+    sleep 1
+  done
+  if [ $ok = 1 ]; then
+    timeout 90 "$VB" check --url http://127.0.0.1:18431 --compare-url http://127.0.0.1:18432 --prompts $W/prompts.jsonl \
+      --max-tokens 24 --users 64 --timeout 60 --quiet --json $OUT/check_ab.json > $OUT/check_ab.log 2>&1
+    say "check A vs B (64 users) rc=$?"
+    tail -14 $OUT/check_ab.log | tee -a $LOG
+    timeout 60 "$VB" check --url http://127.0.0.1:18432 --prompts $W/prompts.jsonl --max-tokens 24 --users 64 \
+      --temperature 0.8 --seed 7 --timeout 50 --quiet --json $OUT/check_b_seeded.json > $OUT/check_b_seeded.log 2>&1
+    say "check B seeded rc=$?"
+    tail -8 $OUT/check_b_seeded.log | tee -a $LOG
+    curl -s http://127.0.0.1:18432/metrics > $OUT/metrics_b.txt
+    say "server B: $(grep -E '^verbatim:num_preemptions_total' $OUT/metrics_b.txt | head -1)"
+  else
+    say "servers not ready"; tail -3 $OUT/serve_a.log $OUT/serve_b.log | tee -a $LOG
+  fi
+  kill $pa $pb 2> /dev/null; wait $pa $pb 2> /dev/null
+}

@@ -19,10 +19,10 @@ inline size_t rownorm_smem(int D) { return (size_t(D) + 1) * sizeof(float); }
 constexpr size_t kRownormMaxSmem = 48 * 1024;  // the default dynamic shared-memory limit
 
 // Reference lane `lane` (0..15) of the norm sum of row[0..D): x[k]^2 for k = lane, lane+16, ...
-// added in ascending k from +0. The loads of 16 terms are issued before their 16 chained adds: a
-// loop whose every step waits on its own shared-memory load ran at about 40 cycles a term
-// (11,700 cycles for one 4,096 row on the H200, s4 probe); now the chain waits on the adds only.
-// Same terms, same order, same bits.
+// added in ascending k from +0 (the hidden-size norm and the per-head q/k norm share it). The
+// loads of 16 terms are written ahead of their 16 chained adds so the chain need not wait on a
+// load per term; same terms, same order, same bits. (H200, s4: the 8B batch-1 add_rmsnorm kept
+// its 7.8 us with this form; that kernel's time is elsewhere.)
 __device__ __forceinline__ float lane_sum_squares(const float* row, int D, int lane) {
   float s = 0.0f;
   int k = lane;

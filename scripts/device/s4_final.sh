@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Session 4, final call (one H200, BUDGET s, default 540): the figures of record and the checks of
+# main, one GPU so everything runs in turn: wgmma vs mma.sync bits (mma_probe), the invariance
+# matrix 0.6B bf16 / fp16 against the digests of record, engine-bench contract and fast for the
+# 0.6B, 1.7B and 8B shapes, the HF transformers peer (0.6B, 8B), cuda_ops_test, cuda_model_test,
+# the matrix on an 8B folder at init std 0.005 (so speculation's drafts are accepted), two
+# servers checked by `verbatim check` with 64 users and compared.
+# Pack: pack.sh build-cuda verbatim tests/cuda_ops_test tests/cuda_model_test tests/cuda_invariance_test mma_probe
+cd "$(dirname "$0")/../.."
+source scripts/device/common.sh
+BUDGET=${BUDGET:-540}
+call_setup s4_final
+say "gpu: $(gpu_facts | tr '\n' ';') commit ${COMMIT:-unknown}"
+mk qwen3-0.6b $W/m06 0.02
+( mk qwen3-1.7b $W/m17 0.02; mk qwen3-8b $W/m8 0.02; mk qwen3-8b $W/m8r 0.005 ) &
+wait_for() { while [ ! -f "$1.done" ] && [ "$(left)" -gt "$2" ]; do sleep 2; done; [ -f "$1.done" ]; }
+timeout 30 "$VB_BIN/mma_probe" --json $OUT/mma_probe.json > $OUT/mma_probe.log 2>&1
+say "mma_probe rc=$?"
+grep -E "K=1024" $OUT/mma_probe.log | tee -a $LOG
+inv() {  # tag dir dtype [VAR=value...]
+  local tag=$1 dir=$2 dt=$3
+  shift 3
+  env VERBATIM_TEST_MODEL_DIR=$dir VERBATIM_TEST_DTYPE=$dt "$@" timeout 150 "$VB_BIN/cuda_invariance_test" \
+    --gtest_filter="$([ $dt = float16 ] && echo F16 || echo BF16)/*" > $OUT/inv_$tag.log 2>&1
+  say "invariance $tag rc=$? $(grep -E '^\[  (PASSED|FAILED) |digest|record' $OUT/inv_$tag.log | tr '\n' ' ')"
+  grep -E "Failure|differ|drafts" $OUT/inv_$tag.log | head -10 | tee -a $LOG
+}
+inv 06_bf16 $W/m06 bfloat16 VERBATIM_TEST_EXPECT_DIGEST=02fdf9975bf8eafb
+inv 06_fp16 $W/m06 float16 VERBATIM_TEST_EXPECT_DIGEST=9ca352b0e004b7b3
+eb 06_contract $W/m06 contract
+eb 06_fast $W/m06 fast
+wait_for $W/m17 200 && { eb 17_contract $W/m17 contract; eb 17_fast $W/m17 fast; }
+wait_for $W/m8 200 && { eb 8_contract $W/m8 contract; eb 8_fast $W/m8 fast; }
+timeout 90 python3 bench/hf_peer.py --model $W/m06 --batches 1,8,32,64 --context 1024 --steps 6 --prefill 2048 \
+  --out $OUT/hf_06.json > $OUT/hf_06.log 2>&1
+say "HF 0.6B rc=$?: $(grep -E '^HF' $OUT/hf_06.log | tr '\n' ' ')"
+if [ "$(left)" -gt 300 ]; then
+  timeout 140 python3 bench/hf_peer.py --model $W/m8 --batches 1,8,32,64 --context 1024 --steps 4 --prefill 2048 \
+    --out $OUT/hf_8.json > $OUT/hf_8.log 2>&1
+  say "HF 8B rc=$?: $(grep -E '^HF' $OUT/hf_8.log | tr '\n' ' ')"
+fi
+timeout 100 "$VB_BIN/cuda_ops_test" > $OUT/cuda_ops_test.log 2>&1
+say "cuda_ops_test rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/cuda_ops_test.log | tr '\n' ' ')"
+[ "$(left)" -gt 150 ] && wait_for $W/m8r 100 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8
+[ "$(left)" -gt 150 ] && http_check $W/m06
+if [ "$(left)" -gt 90 ]; then
+  timeout $(( $(left) - 20 )) "$VB_BIN/cuda_model_test" > $OUT/cuda_model_test.log 2>&1
+  say "cuda_model_test rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/cuda_model_test.log | tr '\n' ' ')"
+  grep -E "FAILED|Failure|\[cuda parity" $OUT/cuda_model_test.log | head -12 | tee -a $LOG
+fi
+call_finish
