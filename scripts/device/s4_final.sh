@@ -43,6 +43,14 @@ timeout 100 "$VB_BIN/cuda_ops_test" > $OUT/cuda_ops_test.log 2>&1
 say "cuda_ops_test rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/cuda_ops_test.log | tr '\n' ' ')"
 [ "$(left)" -gt 150 ] && wait_for $W/m8r 100 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8
 [ "$(left)" -gt 150 ] && http_check $W/m06
+if [ "$(left)" -gt 130 ]; then  # where an 8B 2,048-token prefill goes (per kernel, summed over its 5 timed prefills)
+  timeout 90 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base --launch-count 4000 \
+    "$VB" engine-bench --model $W/m8 --device cuda --batches 1 --context 64 --steps 1 --prefill 2048 \
+    --no-context-prefill > $W/ncu_prefill.csv 2> $W/ncu_prefill.err
+  say "ncu 8B prefill rc=$?"
+  python3 scripts/device/ncu_summary.py $W/ncu_prefill.csv $OUT/ncu_8_prefill.txt > /dev/null
+  head -14 $OUT/ncu_8_prefill.txt | tee -a $LOG
+fi
 if [ "$(left)" -gt 90 ]; then
   timeout $(( $(left) - 20 )) "$VB_BIN/cuda_model_test" > $OUT/cuda_model_test.log 2>&1
   say "cuda_model_test rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/cuda_model_test.log | tr '\n' ' ')"
