@@ -107,3 +107,24 @@ PY
   fi
   kill $pa $pb 2> /dev/null; wait $pa $pb 2> /dev/null
 }
+# run_test NAME [TIMEOUT]: a carried gtest binary, its log to $OUT, the verdict and any failure lines.
+run_test() {
+  timeout "${2:-150}" "$VB_BIN/$1" > $OUT/$1.log 2>&1
+  say "$1 rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/$1.log | tr '\n' ' ')"
+  grep -E "FAILED|Failure|differs" $OUT/$1.log | head -10 | tee -a $LOG
+}
+# inv TAG DIR DTYPE [VAR=value...]: the invariance matrix on DIR in one dtype, log $OUT/inv_TAG.log.
+inv() {
+  local tag=$1 dir=$2 dt=$3
+  shift 3
+  env VERBATIM_TEST_MODEL_DIR=$dir VERBATIM_TEST_DTYPE=$dt "$@" timeout 150 "$VB_BIN/cuda_invariance_test" \
+    --gtest_filter="$([ $dt = float16 ] && echo F16 || echo BF16)/*" > $OUT/inv_$tag.log 2>&1
+  say "invariance $tag rc=$? $(grep -E '^\[  (PASSED|FAILED) |digest|record' $OUT/inv_$tag.log | tr '\n' ' ')"
+  grep -E "Failure|differ|drafts" $OUT/inv_$tag.log | head -10 | tee -a $LOG
+}
+# inv_of_record DIR: the matrix on a 0.6B folder (make-model --seed 1 --init-std 0.02) in bf16 and
+# fp16, each asserted against its outputs digest of record (sessions 3-4).
+inv_of_record() {
+  inv 06_bf16 $1 bfloat16 VERBATIM_TEST_EXPECT_DIGEST=02fdf9975bf8eafb
+  inv 06_fp16 $1 float16 VERBATIM_TEST_EXPECT_DIGEST=9ca352b0e004b7b3
+}

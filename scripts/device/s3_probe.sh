@@ -21,19 +21,11 @@ lane1() {
   VERBATIM_TEST_MODEL_DIR=$W/m06 VERBATIM_TEST_DTYPE=bfloat16 timeout 120 "$VB_BIN/cuda_invariance_test" \
     --gtest_filter='BF16/*' > $OUT/inv_06_tp1.log 2>&1
   say "GPU1 invariance 0.6B TP=1 rc=$? $(grep -E '^\[  (PASSED|FAILED) |digest' $OUT/inv_06_tp1.log | tr '\n' ' ')"
-  prof() {  # tag dir batch
-    timeout 100 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-      --launch-count 4000 "$VB" engine-bench --model "$2" --device cuda --batches "$3" --context 1024 --steps 2 \
-      --prefill 0 --no-context-prefill > $W/ncu_$1.csv 2> $W/ncu_$1.err
-    say "ncu $1 rc=$? $(wc -l < $W/ncu_$1.csv) lines"
-    python3 scripts/device/ncu_summary.py $W/ncu_$1.csv $OUT/ncu_$1.txt > /dev/null
-    head -14 $OUT/ncu_$1.txt | tee -a $LOG
-  }
-  prof 06_b1 $W/m06 1
+  ncu_steps 06_b1 $W/m06 1
   while [ ! -f $W/m8.done ] && [ "$(left)" -gt 200 ]; do sleep 2; done  # (a sibling's child: no wait)
-  prof 8_b32 $W/m8 32
-  prof 8_b1 $W/m8 1
-  prof 8_b64 $W/m8 64
+  ncu_steps 8_b32 $W/m8 32
+  ncu_steps 8_b1 $W/m8 1
+  ncu_steps 8_b64 $W/m8 64
 }
 lane1 &
 L1=$!

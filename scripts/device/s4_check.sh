@@ -12,15 +12,7 @@ say "gpu: $(gpu_facts | tr '\n' ';')"
 mk qwen3-0.6b $W/m06 0.02
 mk qwen3-8b $W/m8 0.02 &
 MK8=$!
-timeout 150 "$VB_BIN/cuda_ops_test" > $OUT/cuda_ops_test.log 2>&1
-say "cuda_ops_test rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/cuda_ops_test.log | tr '\n' ' ')"
-grep -E "FAILED|Failure|differs" $OUT/cuda_ops_test.log | head -20 | tee -a $LOG
-inv() {  # tag dir dtype
-  VERBATIM_TEST_MODEL_DIR=$2 VERBATIM_TEST_DTYPE=$3 timeout 150 "$VB_BIN/cuda_invariance_test" \
-    --gtest_filter="$([ $3 = float16 ] && echo F16 || echo BF16)/*" > $OUT/inv_$1.log 2>&1
-  say "invariance $1 rc=$? $(grep -E '^\[  (PASSED|FAILED) |digest' $OUT/inv_$1.log | tr '\n' ' ')"
-  grep -E "Failure|differ" $OUT/inv_$1.log | head -10 | tee -a $LOG
-}
+run_test cuda_ops_test
 inv 06_bf16 $W/m06 bfloat16
 inv 06_fp16 $W/m06 float16
 eb 06_contract $W/m06 contract

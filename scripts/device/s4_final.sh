@@ -17,16 +17,7 @@ wait_for() { while [ ! -f "$1.done" ] && [ "$(left)" -gt "$2" ]; do sleep 2; don
 timeout 30 "$VB_BIN/mma_probe" --json $OUT/mma_probe.json > $OUT/mma_probe.log 2>&1
 say "mma_probe rc=$?"
 grep -E "K=1024" $OUT/mma_probe.log | tee -a $LOG
-inv() {  # tag dir dtype [VAR=value...]
-  local tag=$1 dir=$2 dt=$3
-  shift 3
-  env VERBATIM_TEST_MODEL_DIR=$dir VERBATIM_TEST_DTYPE=$dt "$@" timeout 150 "$VB_BIN/cuda_invariance_test" \
-    --gtest_filter="$([ $dt = float16 ] && echo F16 || echo BF16)/*" > $OUT/inv_$tag.log 2>&1
-  say "invariance $tag rc=$? $(grep -E '^\[  (PASSED|FAILED) |digest|record' $OUT/inv_$tag.log | tr '\n' ' ')"
-  grep -E "Failure|differ|drafts" $OUT/inv_$tag.log | head -10 | tee -a $LOG
-}
-inv 06_bf16 $W/m06 bfloat16 VERBATIM_TEST_EXPECT_DIGEST=02fdf9975bf8eafb
-inv 06_fp16 $W/m06 float16 VERBATIM_TEST_EXPECT_DIGEST=9ca352b0e004b7b3
+inv_of_record $W/m06
 eb 06_contract $W/m06 contract
 eb 06_fast $W/m06 fast
 wait_for $W/m17 200 && { eb 17_contract $W/m17 contract; eb 17_fast $W/m17 fast; }
@@ -39,8 +30,7 @@ if [ "$(left)" -gt 300 ]; then
     --out $OUT/hf_8.json > $OUT/hf_8.log 2>&1
   say "HF 8B rc=$?: $(grep -E '^HF' $OUT/hf_8.log | tr '\n' ' ')"
 fi
-timeout 100 "$VB_BIN/cuda_ops_test" > $OUT/cuda_ops_test.log 2>&1
-say "cuda_ops_test rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/cuda_ops_test.log | tr '\n' ' ')"
+run_test cuda_ops_test 100
 [ "$(left)" -gt 150 ] && wait_for $W/m8r 100 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8
 [ "$(left)" -gt 150 ] && http_check $W/m06
 if [ "$(left)" -gt 130 ]; then  # where an 8B 2,048-token prefill goes (per kernel, summed over its 5 timed prefills)

@@ -12,15 +12,8 @@ say "gpu: $(gpu_facts | tr '\n' ';')"
 mk qwen3-0.6b $W/m06 0.02
 mk qwen3-8b $W/m8 0.02 &
 MK8=$!
-timeout 100 "$VB_BIN/cuda_ops_test" > $OUT/cuda_ops_test.log 2>&1
-say "cuda_ops_test rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/cuda_ops_test.log | tr '\n' ' ')"
-grep -E "FAILED|Failure|differs" $OUT/cuda_ops_test.log | head -10 | tee -a $LOG
-for dt in bfloat16 float16; do
-  want=$([ $dt = float16 ] && echo 9ca352b0e004b7b3 || echo 02fdf9975bf8eafb)
-  VERBATIM_TEST_EXPECT_DIGEST=$want VERBATIM_TEST_MODEL_DIR=$W/m06 VERBATIM_TEST_DTYPE=$dt timeout 120 \
-    "$VB_BIN/cuda_invariance_test" --gtest_filter="$([ $dt = float16 ] && echo F16 || echo BF16)/*" > $OUT/inv_06_$dt.log 2>&1
-  say "invariance 0.6B $dt rc=$? $(grep -E '^\[  (PASSED|FAILED) |digest|record' $OUT/inv_06_$dt.log | tr '\n' ' ')"
-done
+run_test cuda_ops_test 100
+inv_of_record $W/m06
 timeout 60 "$VB" gemm-bench --archs qwen3-8b --m 2048 --kernels tiled,tiled:g1,cublas --json $OUT/gemm_bench.json \
   > $OUT/gemm_bench.log 2>&1
 say "gemm-bench rc=$?"
