@@ -19,21 +19,11 @@ inline size_t rownorm_smem(int D) { return (size_t(D) + 1) * sizeof(float); }
 constexpr size_t kRownormMaxSmem = 48 * 1024;  // the default dynamic shared-memory limit
 
 // Reference lane `lane` (0..15) of the norm sum of row[0..D): x[k]^2 for k = lane, lane+16, ...
-// added in ascending k from +0 (the hidden-size norm and the per-head q/k norm share it). The
-// loads of 16 terms are written ahead of their 16 chained adds so the chain need not wait on a
-// load per term; same terms, same order, same bits. (H200, s4: the 8B batch-1 add_rmsnorm kept
-// its 7.8 us with this form; that kernel's time is elsewhere.)
+// added in ascending k from +0 (the hidden-size norm and the per-head q/k norm share it).
 __device__ __forceinline__ float lane_sum_squares(const float* row, int D, int lane) {
   float s = 0.0f;
-  int k = lane;
-  for (; k + 15 * 16 < D; k += 16 * 16) {
-    float v[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) v[i] = row[k + 16 * i];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) s = fadd(s, fmul(v[i], v[i]));
-  }
-  for (; k < D; k += 16) s = fadd(s, fmul(row[k], row[k]));
+#pragma unroll 16
+  for (int k = lane; k < D; k += 16) s = fadd(s, fmul(row[k], row[k]));
   return s;
 }
 
