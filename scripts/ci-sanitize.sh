@@ -10,6 +10,7 @@
 # them through ctest with a regex of those suites (plus the plain ctest entries named here).
 #   SANITIZE_ONLY=asan|tsan   run one half only
 #   VERBATIM_BUILD_PREFIX=P   build folders P{asan,tsan} (default build-)
+# httplib under TSan: scripts/tsan-suppressions.txt says why interceptor calls from that prebuilt library are ignored.
 # OpenMP under TSan: libgomp is not built with TSan, so its barriers look like races to TSan
 # (false reports). The TSan run uses OMP_NUM_THREADS=1, which keeps every OpenMP region on the
 # calling thread; the engine's own threads (engine loop, HTTP workers) are still all checked.
@@ -26,7 +27,7 @@ san_env() {
   rm -rf "$reports" && mkdir -p "$reports"
   export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:log_path=$reports/asan"
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan"
-  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:log_path=$reports/tsan"
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:log_path=$reports/tsan:suppressions=$ROOT/scripts/tsan-suppressions.txt"
 }
 
 # ASan+UBSan: every CPU test executable (the cuda_* ones skip without a GPU and are left out).
