@@ -49,14 +49,19 @@ std::vector<Shape> linear_shapes(const ModelConfig& c) {
 }
 
 // "kernel[:knob]": v1 | v2 | tiled | auto, and one GemmTuning knob (kernels.h): combine,
-// nocombine, wide (tiled); m64n32, m32x2 (v1 at 33..64 rows); u8 (v1 at <= 16 rows). Sets the kernel and the tuning.
+// nocombine, wide, mma (tiled on mma.sync at > 64 rows), wgmma, wgcombine, wgnocombine (the wgmma
+// kernel past 64 rows: segments added by size, always, never); m64n32, m32x2 (v1 at 33..64 rows); u8 (v1 at <= 16 rows). Sets the kernel and the tuning.
 cuda::GemmKernel kernel_named(const std::string& spec, cuda::GemmTuning* tuning = nullptr) {
   const size_t colon = spec.find(':');
   const std::string k = spec.substr(0, colon), knob = colon == std::string::npos ? "" : spec.substr(colon + 1);
   cuda::GemmTuning t;
   if (knob == "combine") t.tiled_combine = 1;
   else if (knob == "nocombine") t.tiled_combine = 0;
-  else if (knob == "wide") t.tiled_combine = 0, t.tiled_wide = true;
+  else if (knob == "wide") t.tiled_combine = 0, t.tiled_wide = true, t.tiled_wgmma = false;
+  else if (knob == "mma") t.tiled_wgmma = false;
+  else if (knob == "wgmma") t.tiled_wgmma = true;
+  else if (knob == "wgcombine") t.tiled_wgmma = true, t.wgmma_combine = 1;
+  else if (knob == "wgnocombine") t.tiled_wgmma = true, t.wgmma_combine = 0;
   else if (knob == "m64n32") t.v1_m64 = 1;
   else if (knob == "m32x2") t.v1_m64 = 2;
   else if (knob == "u8") t.v1_unroll16 = 8;

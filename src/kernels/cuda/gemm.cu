@@ -10,6 +10,8 @@
 // How many rows a warp holds (MT) and how many columns (NT) only decide which warp computes an
 // element; rows never interact inside an MMA (each output element reads only its own row of A),
 // so every M gives the same bits per row (tests/cuda_gemm_test proves it for M = 1..70 and more).
+// Variants below (v1, v2, tiled) and gemm_wgmma.cu (Hopper's warpgroup MMA, opt-in past 64 rows)
+// issue the same k16 steps on the same k sets in the same order; only who loads what differs.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -17,57 +19,14 @@
 #include <string>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/gemm_common.cuh"
+#include "kernels/cuda/gemm_wgmma.h"
 
 namespace verbatim::cuda {
 namespace {
+using namespace gemm_impl;
 
 constexpr int kWarps = 4;  // warps per CTA, each with its own columns
-
-struct GemmArgs {
-  const void* x;
-  const void* w;
-  int M, N, K, ldx, ldy;
-  int kseg;          // K per segment (multiple of 32, or K when split == 1)
-  void* y;           // rounded output (split == 1, y32 == null)
-  float* y32;        // fp32 output (split == 1)
-  float* partial;    // [split, M, N] (split > 1)
-};
-
-__device__ __forceinline__ uint4 ld16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
-// Weights are read once per step: stream them past L1.
-__device__ __forceinline__ uint4 ld16_stream(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// Writes a warp's MT x NT tile of sums: to the segment's partials, the fp32 output, or rounded.
-template <typename T, int MT, int NT>
-__device__ __forceinline__ void store_tile(const GemmArgs& a, const float (&acc)[MT][NT][4], int m_base, int n_base,
-                                           int s, int gid, int tig) {
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = m_base + i * 16 + h * 8 + gid;
-      if (m >= a.M) continue;
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        const int n = n_base + j * 8 + tig * 2;
-        if (n >= a.N) continue;
-        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
-        if (a.partial) {
-          *reinterpret_cast<float2*>(a.partial + (int64_t(s) * a.M + m) * a.N + n) = make_float2(v0, v1);
-        } else if (a.y32) {
-          *reinterpret_cast<float2*>(a.y32 + int64_t(m) * a.ldy + n) = make_float2(v0, v1);
-        } else {
-          *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(m) * a.ldy + n) = pack2<T>(v0, v1);
-        }
-      }
-    }
-}
 
 template <typename T, int MT, int NT, int U>
 __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
@@ -146,23 +105,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
 // only on the small split-8 layers of 0.6B), so v1 stays the default and v2 is opt-in.
 // A thread reads back only what it copied itself: cp.async.wait_group makes those writes visible
 // to it, so no barrier is needed (and warps leave early freely, as in v1).
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-// Weights stream past L1 (.cg); activations, shared by every warp, may stay in L1 (.ca).
-// src_bytes == 0 fills the 16 bytes with zeros and reads nothing.
-__device__ __forceinline__ void cp_async_cg(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_ca(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 // Shared memory of one CTA: [kWarps][S stages][F fragments][32 lanes] x 16 bytes.
 template <int MT, int NT, int S>
 constexpr size_t v2_smem_bytes() {
@@ -437,6 +379,8 @@ GemmTuning tuning_from_env() {
   t.tiled_min_m = std::max(0, num("VERBATIM_GEMM_TILED_MIN_M", t.tiled_min_m));
   t.tiled_combine = num("VERBATIM_GEMM_TILED_COMBINE", t.tiled_combine);
   t.tiled_wide = num("VERBATIM_GEMM_TILED_WIDE", t.tiled_wide ? 1 : 0) == 1;
+  t.tiled_wgmma = num("VERBATIM_GEMM_WGMMA", t.tiled_wgmma ? 1 : 0) == 1;
+  t.wgmma_combine = num("VERBATIM_GEMM_WGMMA_COMBINE", t.wgmma_combine);
   t.v1_m64 = num("VERBATIM_GEMM_V1_M64", num("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
   t.v1_unroll16 = num("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
   return t;
@@ -497,17 +441,6 @@ void launch_v2_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   return launch_v2<T, 4, 2, 4>(a, split, stream);
 }
 
-// Runs set() once per device for this `done` (a function attribute lives in the current device's
-// context; tensor parallelism runs one rank per device).
-template <typename F>
-void once_per_device(std::atomic<uint64_t>& done, F&& set) {
-  int dev = 0;
-  VB_CUDA(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t(1) << (dev & 63);
-  if (done.load(std::memory_order_acquire) & bit) return;
-  set();
-  done.fetch_or(bit, std::memory_order_acq_rel);
-}
 
 // Tiled configurations (speed only: every one gives v1's bits). Large M: 128 x 128 per CTA.
 // Up to 64 rows: one row tile of 16/32/64, 128 columns, 8 warps of 16 columns.
@@ -536,9 +469,11 @@ TiledShape tiled_shape(int M) {
 // Whether a tiled CTA sums every segment itself: when the tiles alone fill the GPU (about one
 // CTA per SM); otherwise one CTA per (tile, segment) into partials, summed by gemm_reduce or
 // a consumer. Either way the same additions in the same order (see the kernel's comment).
+// Rows past 64 run the wgmma kernel unless GemmTuning::tiled_wgmma is off (same bits either way).
+bool tiled_uses_wgmma(int M) { return M > 64 && tuning().tiled_wgmma; }
 bool tiled_combines(int M, int N, int split) {
   if (split <= 1) return true;
-  const int forced = tuning().tiled_combine;
+  const int forced = tiled_uses_wgmma(M) ? tuning().wgmma_combine : tuning().tiled_combine;
   if (forced >= 0) return forced == 1;
   const TiledShape t = tiled_shape(M);
   return int64_t(ceil_div(M, t.bm)) * ceil_div(N, t.bn) >= 128;
@@ -549,6 +484,7 @@ void launch_tiled_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   if (a.M <= 16) return launch_tiled_cfg<T, 16, 128, 1, 8, 8, combine>(a, split, stream);
   if (a.M <= 32) return launch_tiled_cfg<T, 32, 128, 1, 8, 6, combine>(a, split, stream);
   if (a.M <= 64) return launch_tiled_cfg<T, 64, 128, 1, 8, 5, combine>(a, split, stream);
+  if (tiled_uses_wgmma(a.M)) return launch_wgmma<T>(a, split, combine, stream);
   // Adding segments in the kernel keeps a second set of sums: 16 warps of 32 x 32 fit it in
   // registers (8 warps of 64 x 32 spill); without it, 8 warps of 64 x 32 read less shared memory.
   if (combine) return launch_tiled_cfg<T, 128, 128, 4, 4, 4, true>(a, split, stream);
@@ -656,6 +592,7 @@ size_t gemm_workspace_bytes(int M, int N, int split) {
 
 std::string gemm_tile_name(int M) {
   if (uses_tiled(M)) {
+    if (tiled_uses_wgmma(M)) return "tiled-wgmma:m128n128k64";
     const TiledShape t = tiled_shape(M);
     return "tiled-cpasync:m" + std::to_string(t.bm) + "n" + std::to_string(t.bn);
   }

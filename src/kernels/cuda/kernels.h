@@ -90,6 +90,12 @@ struct GemmTuning {
   // rows (H200, s3 probe call).
   int tiled_combine = 0;
   bool tiled_wide = false; // tiled, > 64 rows, segments to partials: 128 x 256 CTA tiles
+  // Tiled at > 64 rows on Hopper's warpgroup MMA (gemm_wgmma.cu), meant to give v1's bits. Off
+  // until it has run on a GPU: written in session 5 with no device time left, compiled only.
+  bool tiled_wgmma = false;
+  // The wgmma kernel with split > 1: 1 segments added in the kernel, 0 never, -1 by size (its
+  // second set of sums fits in registers, unlike the mma.sync tiled kernel's).
+  int wgmma_combine = -1;
   int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks
   int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
 };

@@ -1,0 +1,87 @@
+// What the GEMM kernels share (gemm.cu, gemm_wgmma.cu): their arguments, the cp.async copies
+// and the store of a warp's tile of sums.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "kernels/cuda/common.cuh"
+
+namespace verbatim::cuda::gemm_impl {
+
+struct GemmArgs {
+  const void* x;
+  const void* w;
+  int M, N, K, ldx, ldy;
+  int kseg;          // K per segment (multiple of 32, or K when split == 1)
+  void* y;           // rounded output (split == 1, y32 == null)
+  float* y32;        // fp32 output (split == 1)
+  float* partial;    // [split, M, N] (split > 1)
+};
+
+__device__ __forceinline__ uint4 ld16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+// Weights are read once per step: stream them past L1.
+__device__ __forceinline__ uint4 ld16_stream(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// Writes a warp's MT x NT tile of sums: to the segment's partials, the fp32 output, or rounded.
+template <typename T, int MT, int NT>
+__device__ __forceinline__ void store_tile(const GemmArgs& a, const float (&acc)[MT][NT][4], int m_base, int n_base,
+                                           int s, int gid, int tig) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = m_base + i * 16 + h * 8 + gid;
+      if (m >= a.M) continue;
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int n = n_base + j * 8 + tig * 2;
+        if (n >= a.N) continue;
+        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
+        if (a.partial) {
+          *reinterpret_cast<float2*>(a.partial + (int64_t(s) * a.M + m) * a.N + n) = make_float2(v0, v1);
+        } else if (a.y32) {
+          *reinterpret_cast<float2*>(a.y32 + int64_t(m) * a.ldy + n) = make_float2(v0, v1);
+        } else {
+          *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(m) * a.ldy + n) = pack2<T>(v0, v1);
+        }
+      }
+    }
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// Weights stream past L1 (.cg); activations, shared by every warp, may stay in L1 (.ca).
+// src_bytes == 0 fills the 16 bytes with zeros and reads nothing.
+__device__ __forceinline__ void cp_async_cg(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_ca(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Runs set() once per device for this `done` (a function attribute lives in the current device's
+// context; tensor parallelism runs one rank per device).
+template <typename F>
+void once_per_device(std::atomic<uint64_t>& done, F&& set) {
+  int dev = 0;
+  VB_CUDA(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t(1) << (dev & 63);
+  if (done.load(std::memory_order_acquire) & bit) return;
+  set();
+  done.fetch_or(bit, std::memory_order_acq_rel);
+}
+
+}  // namespace verbatim::cuda::gemm_impl

@@ -1,0 +1,225 @@
+// GEMM y = x · W^T for prefill on Hopper's warpgroup MMA (wgmma), with v1's bits.
+//
+// Why it can: wgmma m64nNk16 sums a k16 step exactly as mma.sync m16n8k16 does for the same
+// operands in the same k slots (bench/mma_probe.cu, H200: 0 differing outputs in every case).
+// v1 (gemm.cu) sums each 32-k chunk as two k16 steps whose slots take fixed chunk offsets: thread
+// tig's 16-byte load (offsets 8·tig .. +7) gives word q (offsets 8·tig + 2q, +1) to step q >> 1,
+// slots 8·(q & 1) + 2·tig, +1. So this kernel issues, per chunk, the same two steps in the same
+// order (docs/numerics.md, "CUDA: one order, several kernels"):
+// - x (operand A) comes from registers, loaded from shared memory exactly as the tiled kernel
+//   loads v1's A words (rows of 64 bytes packed, one 16-byte read per row and quad lane);
+// - W (operand B) is read by wgmma from shared memory in the no-swizzle K-major layout: 8-row x
+//   16-byte core matrices, one per (8-row group, step s, k group g); row r's core-matrix row holds
+//   words (t = 0..3, q = 2s + g) of its chunk. Staging is therefore a 4 x 4 transpose of 4-byte
+//   words per row and chunk, done by the copy itself (4-byte cp.async: word (t, q) of the global
+//   row lands at core matrix (s, g), position t).
+// Segments (split-K) and zero-fill past a segment's end or past M / N are v1's: chunks of a
+// segment ascend from its start, a segment sum starts at 0, the CTA either adds its segments in
+// segment order (combine) or stores one segment's sum to the partials. tests/cuda_ops_test
+// GemmKernelsAreV1BitForBit compares it with v1 byte for byte.
+//
+// Tile: 128 rows x 128 columns per CTA, two warpgroups of 64 rows (each warp of a warpgroup holds
+// 16 rows, as mma.sync's A fragment); KC chunks of 32 k per pipeline stage, S stages (cp.async).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/cuda/gemm_common.cuh"
+#include "kernels/cuda/gemm_wgmma.h"
+#include "kernels/cuda/gemm_wgmma_layout.h"
+
+namespace verbatim::cuda::gemm_impl {
+namespace {
+
+constexpr int kBM = 128, kBN = 128, kThreads = 256;
+constexpr int kChunkBytesA = kBM * 64, kChunkBytesB = wgmma_layout::kChunkBytes;  // one 32-k chunk of x / of W
+static_assert(kBN == wgmma_layout::kRows, "the W staging map is made for the CTA's columns");
+
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+// The cp.async writes (generic proxy) made visible to wgmma's operand reads (async proxy).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+
+// Shared-memory matrix descriptor, no swizzle (gemm_wgmma_layout.h): start address, LBO = the
+// k-group stride, SBO = the 8-row-group stride.
+__device__ __forceinline__ uint64_t b_desc(uint32_t addr) {
+  using namespace wgmma_layout;
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(kLbo >> 4) << 16) | (uint64_t(kSbo >> 4) << 32);
+}
+
+#define VB_WGMMA_M64N128K16_RS(TY) \
+    asm volatile(                                                                                                  \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                                 \
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " "                                               \
+        "{"                                                                                                        \
+        "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                                                   \
+        "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"                                         \
+        "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"                                         \
+        "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"                                          \
+        "}, {%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"                                                              \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),          \
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),    \
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),  \
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),  \
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),  \
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])   \
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+
+// d += a (64 x 16, registers) · B (16 x 128, shared memory), one k16 step for the warpgroup.
+template <typename T>
+__device__ __forceinline__ void wgmma_step(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    VB_WGMMA_M64N128K16_RS("bf16");
+  } else {
+    VB_WGMMA_M64N128K16_RS("f16");
+  }
+}
+
+template <typename T, int KC, int S, bool combine>
+__global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int split) {
+  pdl_begin();  // before any memory access or return (common.cuh)
+  constexpr int kStageBytes = KC * (kChunkBytesA + kChunkBytesB);
+  extern __shared__ __align__(128) uint8_t wg_smem[];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int gid = lane >> 2, tig = lane & 3;
+  const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
+  const int s_first = combine ? 0 : int(blockIdx.z);
+  const int s_count = combine ? split : 1;
+  const int cps = (a.kseg + 31) >> 5;  // chunks per segment (the last one zero-filled past its end)
+  const int chunks = s_count * cps;
+  const int stages = (chunks + KC - 1) / KC;
+  const T* x = static_cast<const T*>(a.x);
+  const T* w = static_cast<const T*>(a.w);
+  const uint32_t base = smem_u32(wg_smem);
+
+  // Chunk c into slot j of stage st. x: 128 rows x 4 units of 16 bytes, packed rows of 64 bytes.
+  // W: 4-byte words, each to where wgmma's slots read v1's k set (gemm_wgmma_layout.h).
+  auto issue = [&](int c, int st, int j) {
+    const int seg = s_first + c / cps;
+    const int kin = (c % cps) * 32;
+    const int kbase = seg * a.kseg + kin;
+    const uint32_t sa = base + uint32_t(st * kStageBytes + j * kChunkBytesA);
+    const uint32_t sb = base + uint32_t(st * kStageBytes + KC * kChunkBytesA + j * kChunkBytesB);
+#pragma unroll
+    for (int u0 = 0; u0 < kBM * 4; u0 += kThreads) {
+      const int u = u0 + tid, row = u >> 2, q = u & 3;
+      const int m = m0 + row;
+      const bool in = kin + q * 8 < a.kseg && m < a.M;
+      cp_async_ca(sa + uint32_t(u) * 16u, x + int64_t(in ? m : 0) * a.ldx + (in ? kbase + q * 8 : 0), in ? 16 : 0);
+    }
+#pragma unroll
+    for (int i0 = 0; i0 < kBN * 16; i0 += kThreads) {
+      const wgmma_layout::CopyWord cw = wgmma_layout::copy_word(i0 + tid);
+      const int n = n0 + cw.r;
+      const bool in = kin + cw.t * 8 < a.kseg && n < a.N;
+      const uint32_t dst = sb + uint32_t(wgmma_layout::staged_word(cw.r, cw.t, cw.q));
+      cp_async4(dst, w + int64_t(in ? n : 0) * a.K + (in ? kbase + cw.t * 8 + cw.q * 2 : 0), in ? 4 : 0);
+    }
+  };
+
+  // combine: the running sum of whole segments lives in shared memory past the stages, one
+  // column of 64 floats per thread ([e][tid]: conflict-free), so acc alone holds registers.
+  float acc[64];
+  float* tot = reinterpret_cast<float*>(wg_smem + S * kStageBytes);
+#pragma unroll
+  for (int e = 0; e < 64; ++e) acc[e] = 0.0f;
+
+#pragma unroll
+  for (int st = 0; st < S - 1; ++st) {
+    for (int j = 0; j < KC; ++j)
+      if (st * KC + j < chunks) issue(st * KC + j, st, j);
+    cp_async_commit();
+  }
+  const int row_a = (warp >> 2) * 64 + (warp & 3) * 16 + gid;  // this thread's A rows: row_a, row_a + 8
+  for (int p = 0; p < stages; ++p) {
+    cp_async_wait<S - 2>();
+    wgmma_wait_all();      // this warpgroup's MMAs of stage p - 1 are done: its stage may be refilled
+    fence_proxy_async();   // this thread's copies of stage p visible to wgmma
+    __syncthreads();       // every thread's copies of stage p landed; no one still reads stage p - 1
+    if (p + S - 1 < stages) {
+      const int st = (p + S - 1) % S;
+      for (int j = 0; j < KC; ++j)
+        if ((p + S - 1) * KC + j < chunks) issue((p + S - 1) * KC + j, st, j);
+    }
+    cp_async_commit();
+    const int st = p % S;
+#pragma unroll
+    for (int j = 0; j < KC; ++j) {
+      const int c = p * KC + j;
+      if (c >= chunks) break;
+      if constexpr (combine) {
+        if (c > 0 && c % cps == 0) {
+          // A segment ended: add its sum in segment order (from segment 0), start the next at 0.
+          wgmma_wait_all();
+#pragma unroll
+          for (int e = 0; e < 64; ++e) {
+            float& t = tot[e * kThreads + tid];
+            t = c == cps ? acc[e] : fadd(t, acc[e]);
+            acc[e] = 0.0f;
+          }
+        }
+      }
+      const uint8_t* sa = wg_smem + st * kStageBytes + j * kChunkBytesA;
+      const uint4 lo = reinterpret_cast<const uint4*>(sa)[row_a * 4 + tig];
+      const uint4 hi = reinterpret_cast<const uint4*>(sa)[(row_a + 8) * 4 + tig];
+      const uint32_t a1[4] = {lo.x, hi.x, lo.y, hi.y};  // step 1: words q = 0, 1
+      const uint32_t a2[4] = {lo.z, hi.z, lo.w, hi.w};  // step 2: words q = 2, 3
+      const uint32_t sb = base + uint32_t(st * kStageBytes + KC * kChunkBytesA + j * kChunkBytesB);
+      wgmma_fence();
+      wgmma_step<T>(acc, a1, b_desc(sb));
+      wgmma_step<T>(acc, a2, b_desc(sb + wgmma_layout::kStepBytes));
+      wgmma_commit();
+    }
+  }
+  wgmma_wait_all();
+  cp_async_wait<0>();
+
+  // acc[4j + e] is mma.sync's fragment of columns 8j .. 8j + 7 of this warp's 16 rows.
+  float out[1][16][4];
+  const bool whole = combine && chunks > cps;
+#pragma unroll
+  for (int jn = 0; jn < 16; ++jn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (combine)
+        out[0][jn][e] = whole ? fadd(tot[(4 * jn + e) * kThreads + tid], acc[4 * jn + e]) : acc[4 * jn + e];
+      else out[0][jn][e] = acc[4 * jn + e];
+    }
+  const int m_base = m0 + (warp >> 2) * 64 + (warp & 3) * 16;
+  if constexpr (combine) {
+    GemmArgs o = a;
+    o.partial = nullptr;  // the sum is whole: store it as the unsplit kernel would
+    store_tile<T, 1, 16>(o, out, m_base, n0, 0, gid, tig);
+  } else {
+    store_tile<T, 1, 16>(a, out, m_base, n0, s_first, gid, tig);
+  }
+}
+
+template <typename T, int KC, int S, bool combine>
+void launch_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
+  constexpr size_t smem = size_t(S) * KC * (kChunkBytesA + kChunkBytesB) + (combine ? 64 * kThreads * 4 : 0);
+  static_assert(smem <= 227 * 1024, "wgmma GEMM stages exceed shared memory");
+  auto* k = gemm_wgmma_kernel<T, KC, S, combine>;
+  static std::atomic<uint64_t> done{0};
+  once_per_device(done, [&] { VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem))); });
+  dim3 grid(ceil_div(a.M, kBM), ceil_div(a.N, kBN), combine ? 1 : split);
+  pdl_launch(k, grid, dim3(kThreads), smem, stream, a, split);
+  VB_CUDA_LAUNCHED();
+}
+
+}  // namespace
+
+template <typename T>
+void launch_wgmma(const GemmArgs& a, int split, bool combine, cudaStream_t stream) {
+  if (combine && split > 1) return launch_cfg<T, 2, 4, true>(a, split, stream);
+  launch_cfg<T, 2, 4, false>(a, split, stream);
+}
+template void launch_wgmma<__nv_bfloat16>(const GemmArgs&, int, bool, cudaStream_t);
+template void launch_wgmma<__half>(const GemmArgs&, int, bool, cudaStream_t);
+
+}  // namespace verbatim::cuda::gemm_impl

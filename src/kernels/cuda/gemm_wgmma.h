@@ -1,0 +1,13 @@
+// The wgmma GEMM (gemm_wgmma.cu): prefill rows (M > 64) on Hopper's warpgroup MMA, v1's bits.
+#pragma once
+
+#include "kernels/cuda/gemm_common.cuh"
+
+namespace verbatim::cuda::gemm_impl {
+
+// One pass of a.M rows: combine (split > 1) adds the segments in the kernel, in segment order;
+// otherwise grid z = segment and each writes its sum to a.partial (or the output when split == 1).
+template <typename T>
+void launch_wgmma(const GemmArgs& a, int split, bool combine, cudaStream_t stream);
+
+}  // namespace verbatim::cuda::gemm_impl
