@@ -141,12 +141,6 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
     wgmma_wait_all();      // this warpgroup's MMAs of stage p - 1 are done: its stage may be refilled
     fence_proxy_async();   // this thread's copies of stage p visible to wgmma
     __syncthreads();       // every thread's copies of stage p landed; no one still reads stage p - 1
-    if (p + S - 1 < stages) {
-      const int st = (p + S - 1) % S;
-      for (int j = 0; j < KC; ++j)
-        if ((p + S - 1) * KC + j < chunks) issue((p + S - 1) * KC + j, st, j);
-    }
-    cp_async_commit();
     const int st = p % S;
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
@@ -175,6 +169,13 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
       wgmma_step<T>(acc, a2, b_desc(sb + wgmma_layout::kStepBytes));
       wgmma_commit();
     }
+    // Refill stage p - 1 while the tensor cores run stage p's MMAs.
+    if (p + S - 1 < stages) {
+      const int fill = (p + S - 1) % S;
+      for (int j = 0; j < KC; ++j)
+        if ((p + S - 1) * KC + j < chunks) issue((p + S - 1) * KC + j, fill, j);
+    }
+    cp_async_commit();
   }
   wgmma_wait_all();
   cp_async_wait<0>();
