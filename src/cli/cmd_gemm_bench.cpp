@@ -3,10 +3,14 @@
 // small M every weight is read once and the time is the weight bytes over the bandwidth).
 // Each timing replays a CUDA graph of back-to-back launches that cycle through enough weight
 // copies (> 256 MB) that L2 holds none of them, as in a decode step that reads every layer once.
+// Each contract kernel's whole product is also compared with v1's, byte for byte, on the same
+// operands (column "bits"; JSON elements_differing_from_v1): the model's own shapes, not only
+// the test's.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -135,8 +139,8 @@ int run_gemm_bench(const GemmBenchArgs& a) {
                          cudaMemcpyHostToDevice));
   };
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-11s %-8s %6s %6s %4s %3s %-7s %10s %9s %8s %8s\n", "arch", "layer", "N", "K", "M", "spl", "kernel",
-              "us/launch", "TB/s(W)", "x bound", "TFLOP/s");
+  std::printf("%-11s %-8s %6s %6s %4s %3s %-7s %10s %9s %8s %8s %s\n", "arch", "layer", "N", "K", "M", "spl", "kernel",
+              "us/launch", "TB/s(W)", "x bound", "TFLOP/s", "bits");
   for (const std::string& arch : a.archs) {
     const ModelConfig c = arch_config(arch, DType::BF16);
     for (const Shape& s : linear_shapes(c)) {
@@ -157,7 +161,23 @@ int run_gemm_bench(const GemmBenchArgs& a) {
       VB_CUDA(cudaMalloc(reinterpret_cast<void**>(&ws), ws_bytes));
       const int launches = std::max(copies, int(std::min<size_t>(64, (size_t(2) << 30) / wbytes)));
       const bool logits = s.name == "lm_head";
+      // One whole product (segments summed, rounded as the layer stores it) by kernel spec k, to
+      // the host: every contract kernel must give v1's bytes on these shapes too.
+      auto product = [&](const std::string& k, int M) {
+        cuda::GemmTuning tune;
+        cuda::set_gemm_kernel(kernel_named(k, &tune));
+        cuda::set_gemm_tuning(tune);
+        cuda::GemmOut out;
+        if (logits) out.y32 = static_cast<float*>(y);
+        else out.y = y;
+        cuda::gemm(x, M, s.K, s.K, w[0], s.N, DType::BF16, split, out, ws, ws_bytes, stream);
+        std::vector<uint8_t> bytes(size_t(M) * s.N * (logits ? 4 : 2));
+        VB_CUDA(cudaStreamSynchronize(stream));
+        VB_CUDA(cudaMemcpy(bytes.data(), y, bytes.size(), cudaMemcpyDeviceToHost));
+        return bytes;
+      };
       for (int M : a.ms) {
+        const std::vector<uint8_t> v1 = product("v1", M);
         for (const std::string& k : a.kernels) {
           auto enqueue = [&](int i) {
             const void* wi = w[size_t(i % copies)];
@@ -181,15 +201,25 @@ int run_gemm_bench(const GemmBenchArgs& a) {
             cuda::gemm(x, M, s.K, s.K, wi, s.N, DType::BF16, split, out, ws, ws_bytes, stream);
           };
           const double ms = time_graph(stream, launches, enqueue);
+          // Elements whose bytes differ from v1's (-1 for cuBLAS, which keeps no contract).
+          int64_t differ = -1;
+          if (k != "cublas") {
+            const std::vector<uint8_t> got = product(k, M);
+            const size_t esz = logits ? 4 : 2;
+            differ = 0;
+            for (size_t e = 0; e < got.size(); e += esz) differ += std::memcmp(&got[e], &v1[e], esz) != 0;
+          }
           const double tbs = double(wbytes) / (ms * 1e-3) / 1e12;
           const double bound_ms = double(wbytes) / a.bandwidth * 1e3;
           const double tflops = 2.0 * M * double(s.N) * s.K / (ms * 1e-3) / 1e12;
-          std::printf("%-11s %-8s %6d %6d %4d %3d %-7s %10.2f %9.2f %8.2f %8.1f\n", arch.c_str(), s.name.c_str(), s.N,
-                      s.K, M, split, k.c_str(), ms * 1e3, tbs, ms / bound_ms, tflops);
+          std::printf("%-11s %-8s %6d %6d %4d %3d %-7s %10.2f %9.2f %8.2f %8.1f %s\n", arch.c_str(), s.name.c_str(), s.N,
+                      s.K, M, split, k.c_str(), ms * 1e3, tbs, ms / bound_ms, tflops,
+                      differ < 0 ? "-" : differ == 0 ? "v1 bits" : ("DIFFERS from v1 in " + std::to_string(differ)).c_str());
           std::fflush(stdout);
           rows.push_back({{"arch", arch}, {"layer", s.name}, {"N", s.N}, {"K", s.K}, {"M", M}, {"split", split},
                           {"kernel", k}, {"us_per_launch", ms * 1e3}, {"weight_tb_per_s", tbs},
                           {"x_bound", ms / bound_ms}, {"tflop_per_s", tflops},
+                          {"elements_differing_from_v1", differ < 0 ? nlohmann::json() : nlohmann::json(differ)},
                           {"tile", k == "cublas" ? "cublas" : cuda::gemm_tile_name(M)}});
         }
       }
