@@ -29,8 +29,7 @@ EB_BATCHES=1,32 EB_STEPS=8 eb 8_mma $W/m8 contract VERBATIM_GEMM_WGMMA=0
 EB_BATCHES=1 EB_STEPS=8 eb 8_wg_combine $W/m8 contract VERBATIM_GEMM_WGMMA=1 VERBATIM_GEMM_WGMMA_COMBINE=1
 EB_BATCHES=1 EB_STEPS=8 eb 8_fast $W/m8 fast
 if [ "$(left)" -gt 90 ]; then
-  timeout $(( $(left) - 20 )) "$VB_BIN/cuda_model_test" > $OUT/cuda_model_test.log 2>&1
-  say "cuda_model_test rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/cuda_model_test.log | tr '\n' ' ')"
-  grep -E "FAILED|Failure|\[cuda parity" $OUT/cuda_model_test.log | head -12 | tee -a $LOG
+  run_test cuda_model_test $(( $(left) - 20 ))
+  grep -E "\[cuda parity" $OUT/cuda_model_test.log | head -8 | tee -a $LOG
 fi
 call_finish

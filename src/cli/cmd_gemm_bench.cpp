@@ -161,16 +161,23 @@ int run_gemm_bench(const GemmBenchArgs& a) {
       VB_CUDA(cudaMalloc(reinterpret_cast<void**>(&ws), ws_bytes));
       const int launches = std::max(copies, int(std::min<size_t>(64, (size_t(2) << 30) / wbytes)));
       const bool logits = s.name == "lm_head";
-      // One whole product (segments summed, rounded as the layer stores it) by kernel spec k, to
-      // the host: every contract kernel must give v1's bytes on these shapes too.
-      auto product = [&](const std::string& k, int M) {
+      // One GEMM by contract kernel spec k into y, as the backend calls it: logits in fp32, the
+      // layers rounded. as_layer: leave split-K partials for a fused consumer unless the kernel
+      // adds the segments itself; else the whole product.
+      auto contract_gemm = [&](const std::string& k, int M, const void* wi, bool as_layer) {
         cuda::GemmTuning tune;
         cuda::set_gemm_kernel(kernel_named(k, &tune));
-        cuda::set_gemm_tuning(tune);
+        cuda::set_gemm_tuning(tune);  // before gemm_sums_in_kernel, which reads it
         cuda::GemmOut out;
         if (logits) out.y32 = static_cast<float*>(y);
         else out.y = y;
-        cuda::gemm(x, M, s.K, s.K, w[0], s.N, DType::BF16, split, out, ws, ws_bytes, stream);
+        out.partials_only = as_layer && !logits && split > 1 && !cuda::gemm_sums_in_kernel(M, s.N, split);
+        cuda::gemm(x, M, s.K, s.K, wi, s.N, DType::BF16, split, out, ws, ws_bytes, stream);
+      };
+      // The whole product of spec k, to the host: every contract kernel must give v1's bytes on
+      // these shapes too.
+      auto product = [&](const std::string& k, int M) {
+        contract_gemm(k, M, w[0], false);
         std::vector<uint8_t> bytes(size_t(M) * s.N * (logits ? 4 : 2));
         VB_CUDA(cudaStreamSynchronize(stream));
         VB_CUDA(cudaMemcpy(bytes.data(), y, bytes.size(), cudaMemcpyDeviceToHost));
@@ -189,16 +196,7 @@ int run_gemm_bench(const GemmBenchArgs& a) {
                 throw Error("gemm-bench: cublasGemmEx failed");
               return;
             }
-            cuda::GemmTuning tune;
-            cuda::set_gemm_kernel(kernel_named(k, &tune));
-            cuda::set_gemm_tuning(tune);
-            // As the backend: logits in fp32; the layers leave split-K partials for a fused consumer
-            // unless the kernel adds the segments itself.
-            cuda::GemmOut out;
-            if (logits) out.y32 = static_cast<float*>(y);
-            else out.y = y;
-            out.partials_only = !logits && split > 1 && !cuda::gemm_sums_in_kernel(M, s.N, split);
-            cuda::gemm(x, M, s.K, s.K, wi, s.N, DType::BF16, split, out, ws, ws_bytes, stream);
+            contract_gemm(k, M, wi, true);
           };
           const double ms = time_graph(stream, launches, enqueue);
           // Elements whose bytes differ from v1's (-1 for cuBLAS, which keeps no contract).

@@ -28,6 +28,16 @@ using namespace gemm_impl;
 
 constexpr int kWarps = 4;  // warps per CTA, each with its own columns
 
+__device__ __forceinline__ uint4 ld16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+// Weights are read once per step: stream them past L1.
+__device__ __forceinline__ uint4 ld16_stream(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
 template <typename T, int MT, int NT, int U>
 __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
   pdl_begin();  // before any memory access or return (common.cuh)

@@ -19,16 +19,6 @@ struct GemmArgs {
   float* partial;    // [split, M, N] (split > 1)
 };
 
-__device__ __forceinline__ uint4 ld16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
-// Weights are read once per step: stream them past L1.
-__device__ __forceinline__ uint4 ld16_stream(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
 // Writes a warp's MT x NT tile of sums: to the segment's partials, the fp32 output, or rounded.
 template <typename T, int MT, int NT>
 __device__ __forceinline__ void store_tile(const GemmArgs& a, const float (&acc)[MT][NT][4], int m_base, int n_base,

@@ -182,6 +182,8 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
 
   // acc[4j + e] is mma.sync's fragment of columns 8j .. 8j + 7 of this warp's 16 rows.
   float out[1][16][4];
+  // Always true when combine runs (split > 1), but spelled out: the unconditional form makes
+  // ptxas serialize the wgmmas (C7515, "non wgmma instructions defining accumulator registers").
   const bool whole = combine && chunks > cps;
 #pragma unroll
   for (int jn = 0; jn < 16; ++jn)
