@@ -12,9 +12,12 @@ rm -rf .carry && mkdir -p .carry/bin .carry/lib
 for b in "${BINS[@]}"; do cp "$BUILD/$b" .carry/bin/; strip --strip-debug .carry/bin/"$(basename "$b")"; done
 # Libraries the device image (Ubuntu 24.04 + CUDA + PyTorch) may not have; env.sh adds each one
 # only where the device's own loader cannot find it.
+# ldconfig's list is read once: piped into an awk that exits early, ldconfig can die of SIGPIPE,
+# which pipefail turns into a silent exit of this script.
+CACHE=$(ldconfig -p)
 for lib in libpcre2-8.so.0 libutf8proc.so.2 libcpp-httplib.so.0.11 libbrotlidec.so.1 libbrotlienc.so.1 \
            libbrotlicommon.so.1 libgomp.so.1; do
-  src=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+  src=$(awk -v l="$lib" '$1 == l {print $NF; exit}' <<< "$CACHE")
   [ -n "$src" ] && cp -L "$src" .carry/lib/
 done
 du -sh .carry

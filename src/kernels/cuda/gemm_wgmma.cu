@@ -136,12 +136,30 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
     cp_async_commit();
   }
   const int row_a = (warp >> 2) * 64 + (warp & 3) * 16 + gid;  // this thread's A rows: row_a, row_a + 8
+  // A fragments of one stage, each chunk in its own registers: wgmma reads its A registers
+  // asynchronously, so none may be rewritten before the wait that covers it (PTX: undefined
+  // otherwise; reusing one set per chunk gave wrong sums on the H200 in session 6).
+  uint32_t af[KC][2][4] = {};
   for (int p = 0; p < stages; ++p) {
     cp_async_wait<S - 2>();
     wgmma_wait_all();      // this warpgroup's MMAs of stage p - 1 are done: its stage may be refilled
+    // ... and only now may af, which they read, be rewritten: keep af live (unmoved) until here.
+#pragma unroll
+    for (int j = 0; j < KC; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        asm volatile("" : "+r"(af[j][h][0]), "+r"(af[j][h][1]), "+r"(af[j][h][2]), "+r"(af[j][h][3]));
     fence_proxy_async();   // this thread's copies of stage p visible to wgmma
     __syncthreads();       // every thread's copies of stage p landed; no one still reads stage p - 1
     const int st = p % S;
+#pragma unroll
+    for (int j = 0; j < KC; ++j) {
+      const uint8_t* sa = wg_smem + st * kStageBytes + j * kChunkBytesA;
+      const uint4 lo = reinterpret_cast<const uint4*>(sa)[row_a * 4 + tig];
+      const uint4 hi = reinterpret_cast<const uint4*>(sa)[(row_a + 8) * 4 + tig];
+      af[j][0][0] = lo.x, af[j][0][1] = hi.x, af[j][0][2] = lo.y, af[j][0][3] = hi.y;  // step 1: words q = 0, 1
+      af[j][1][0] = lo.z, af[j][1][1] = hi.z, af[j][1][2] = lo.w, af[j][1][3] = hi.w;  // step 2: words q = 2, 3
+    }
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
       const int c = p * KC + j;
@@ -158,15 +176,10 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
           }
         }
       }
-      const uint8_t* sa = wg_smem + st * kStageBytes + j * kChunkBytesA;
-      const uint4 lo = reinterpret_cast<const uint4*>(sa)[row_a * 4 + tig];
-      const uint4 hi = reinterpret_cast<const uint4*>(sa)[(row_a + 8) * 4 + tig];
-      const uint32_t a1[4] = {lo.x, hi.x, lo.y, hi.y};  // step 1: words q = 0, 1
-      const uint32_t a2[4] = {lo.z, hi.z, lo.w, hi.w};  // step 2: words q = 2, 3
       const uint32_t sb = base + uint32_t(st * kStageBytes + KC * kChunkBytesA + j * kChunkBytesB);
       wgmma_fence();
-      wgmma_step<T>(acc, a1, b_desc(sb));
-      wgmma_step<T>(acc, a2, b_desc(sb + wgmma_layout::kStepBytes));
+      wgmma_step<T>(acc, af[j][0], b_desc(sb));
+      wgmma_step<T>(acc, af[j][1], b_desc(sb + wgmma_layout::kStepBytes));
       wgmma_commit();
     }
     // Refill stage p - 1 while the tensor cores run stage p's MMAs.
