@@ -1,6 +1,6 @@
 // The wgmma GEMM's staging of W (src/kernels/cuda/gemm_wgmma_layout.h), checked on the CPU:
 // every k slot wgmma reads holds the element v1 puts in that slot, the copy fills each byte once,
-// and a warp's copy instruction hits 32 distinct banks. The GPU test of the kernel itself is
+// a warp's global load reads whole 64-byte rows and each of its shared stores hits 32 distinct banks. The GPU test of the kernel itself is
 // cuda_ops_test GemmKernelsAreV1BitForBit; this one needs no GPU and catches a wrong index map.
 #include <gtest/gtest.h>
 
@@ -21,18 +21,20 @@ int v1_element(int s, int j) {
 }
 
 // Per 2-byte element slot of the staged tile (byte offset / 2): row * 32 + the chunk element the
-// staging puts there, from copy_word and staged_word (so a read of the wrong row shows too).
+// staging puts there, from copy_unit and staged_word (so a read of the wrong row shows too).
 std::vector<int> staged_elements() {
   constexpr int kElems = kChunkBytes / 2;
   std::vector<int> code(kElems, -1);
-  for (int i = 0; i < kRows * 16; ++i) {
-    const CopyWord w = copy_word(i);
-    const int off = staged_word(w.r, w.t, w.q);
-    EXPECT_EQ(off % 4, 0);
-    for (int half = 0; half < 2; ++half) {
-      int& slot = code[off / 2 + half];
-      EXPECT_EQ(slot, -1) << "element slot " << off / 2 + half << " written twice";
-      slot = w.r * 32 + 8 * w.t + 2 * w.q + half;
+  for (int u = 0; u < kUnits; ++u) {
+    const CopyUnit c = copy_unit(u);
+    for (int q = 0; q < 4; ++q) {
+      const int off = staged_word(c.r, c.t, q);
+      EXPECT_EQ(off % 4, 0);
+      for (int half = 0; half < 2; ++half) {
+        int& slot = code[off / 2 + half];
+        EXPECT_EQ(slot, -1) << "element slot " << off / 2 + half << " written twice";
+        slot = c.r * 32 + 8 * c.t + 2 * q + half;  // word q of the unit: elements 8t + 2q, +1
+      }
     }
   }
   for (int e = 0; e < kElems; ++e) EXPECT_NE(code[e], -1) << "element slot " << e << " never written";
@@ -55,14 +57,34 @@ TEST(WgmmaLayout, EverySlotReadsV1sElement) {
   EXPECT_EQ(checked, kRows * 32);
 }
 
-TEST(WgmmaLayout, ACopyInstructionHitsDistinctBanks) {
-  for (int i0 = 0; i0 < kRows * 16; i0 += 32) {
-    std::vector<int> bank_use(32, 0);
-    for (int lane = 0; lane < 32; ++lane) {
-      const CopyWord w = copy_word(i0 + lane);
-      ++bank_use[(staged_word(w.r, w.t, w.q) / 4) % 32];
+TEST(WgmmaLayout, AStoreInstructionHitsDistinctBanks) {
+  for (int u0 = 0; u0 < kUnits; u0 += 32)
+    for (int q = 0; q < 4; ++q) {
+      std::vector<int> bank_use(32, 0);
+      for (int lane = 0; lane < 32; ++lane) {
+        const CopyUnit c = copy_unit(u0 + lane);
+        ++bank_use[(staged_word(c.r, c.t, q) / 4) % 32];
+      }
+      for (int b = 0; b < 32; ++b) EXPECT_EQ(bank_use[b], 1) << "units from " << u0 << ", word " << q << ", bank " << b;
     }
-    for (int b = 0; b < 32; ++b) EXPECT_EQ(bank_use[b], 1) << "instruction at word " << i0 << ", bank " << b;
+}
+
+// The global side: a warp's 32 units are 8 whole rows of 64 bytes (each row's 4 groups t).
+TEST(WgmmaLayout, AWarpLoadsWholeRows) {
+  for (int u0 = 0; u0 < kUnits; u0 += 32) {
+    std::vector<int> groups(kRows, 0);
+    for (int lane = 0; lane < 32; ++lane) {
+      const CopyUnit c = copy_unit(u0 + lane);
+      groups[c.r] |= 1 << c.t;
+    }
+    int rows = 0;
+    for (int r = 0; r < kRows; ++r) {
+      if (groups[r] != 0) {
+        EXPECT_EQ(groups[r], 15) << "row " << r << " partly loaded by the warp at unit " << u0;
+      }
+      rows += groups[r] != 0;
+    }
+    EXPECT_EQ(rows, 8);
   }
 }
 

@@ -11,8 +11,10 @@
 // - W (operand B) is read by wgmma from shared memory in the no-swizzle K-major layout: 8-row x
 //   16-byte core matrices, one per (8-row group, step s, k group g); row r's core-matrix row holds
 //   words (t = 0..3, q = 2s + g) of its chunk. Staging is therefore a 4 x 4 transpose of 4-byte
-//   words per row and chunk, done by the copy itself (4-byte cp.async: word (t, q) of the global
-//   row lands at core matrix (s, g), position t).
+//   words per row and chunk, done by the stores: each thread loads 16 coalesced bytes of a row
+//   into registers and stores its 4 words to their 4 core matrices one iteration later (so the
+//   load's latency hides behind a stage of MMAs). Session 6's first version copied 4-byte words
+//   with cp.async: 60% of its global sectors and most of its integer work were that copy.
 // Segments (split-K) and zero-fill past a segment's end or past M / N are v1's: chunks of a
 // segment ascend from its start, a segment sum starts at 0, the CTA either adds its segments in
 // segment order (combine) or stores one segment's sum to the partials. tests/cuda_ops_test
@@ -34,8 +36,17 @@ constexpr int kBM = 128, kBN = 128, kThreads = 256;
 constexpr int kChunkBytesA = kBM * 64, kChunkBytesB = wgmma_layout::kChunkBytes;  // one 32-k chunk of x / of W
 static_assert(kBN == wgmma_layout::kRows, "the W staging map is made for the CTA's columns");
 
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+// 16 bytes of W, streamed past L1 (each is read once per CTA). Not volatile: W never changes
+// during the kernel, so the compiler may schedule the load early.
+__device__ __forceinline__ uint4 ld_weights16(const void* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+__device__ __forceinline__ void st_shared32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 // The cp.async writes (generic proxy) made visible to wgmma's operand reads (async proxy).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
@@ -80,8 +91,11 @@ __device__ __forceinline__ void wgmma_step(float (&d)[64], const uint32_t (&a)[4
   }
 }
 
-template <typename T, int KC, int S, bool combine>
+// D: iterations between loading a stage's W into registers and storing it to shared memory (1 or
+// 2 <= S - 2; each adds KC x 8 registers). The bits never depend on it.
+template <typename T, int KC, int S, bool combine, int D>
 __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int split) {
+  static_assert(D >= 1 && D <= S - 2, "W must be stored before the barrier of the iteration that reads it");
   pdl_begin();  // before any memory access or return (common.cuh)
   constexpr int kStageBytes = KC * (kChunkBytesA + kChunkBytesB);
   extern __shared__ __align__(128) uint8_t wg_smem[];
@@ -97,28 +111,52 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
   const T* w = static_cast<const T*>(a.w);
   const uint32_t base = smem_u32(wg_smem);
 
-  // Chunk c into slot j of stage st. x: 128 rows x 4 units of 16 bytes, packed rows of 64 bytes.
-  // W: 4-byte words, each to where wgmma's slots read v1's k set (gemm_wgmma_layout.h).
-  auto issue = [&](int c, int st, int j) {
-    const int seg = s_first + c / cps;
-    const int kin = (c % cps) * 32;
-    const int kbase = seg * a.kseg + kin;
+  // This thread's share of each chunk, fixed for the whole K loop: units h * 256 + tid (h = 0, 1),
+  // row cr + 64 h, 16-byte group ct (wgmma_layout::copy_unit). Row pointers and bounds once, here.
+  const int cr = tid >> 2, ct = tid & 3;
+  const T* xrow[2];
+  const T* wrow[2];
+  bool xin[2], win[2];
+  uint32_t wdst[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = m0 + cr + 64 * h, n = n0 + cr + 64 * h;
+    xin[h] = m < a.M;
+    win[h] = n < a.N;
+    xrow[h] = x + int64_t(xin[h] ? m : 0) * a.ldx + ct * 8;
+    wrow[h] = w + int64_t(win[h] ? n : 0) * a.K + ct * 8;
+    const wgmma_layout::CopyUnit cu = wgmma_layout::copy_unit(h * kThreads + tid);
+    wdst[h] = uint32_t(wgmma_layout::staged_word(cu.r, cu.t, 0));
+  }
+  // The next chunk to load: its segment and offset in it (chunks are loaded in ascending order).
+  int ld_seg = s_first, ld_kin = 0;
+  // Chunk into slot j of stage st: x by cp.async (packed rows of 64 bytes), W into registers `wr`
+  // (coalesced 16-byte loads), stored by store_w one iteration later.
+  auto load_chunk = [&](int st, int j, uint4 (&wr)[2]) {
+    const int kbase = ld_seg * a.kseg + ld_kin;
+    const bool kin = ld_kin + ct * 8 < a.kseg;  // zero-fill past the segment's end, as v1
     const uint32_t sa = base + uint32_t(st * kStageBytes + j * kChunkBytesA);
-    const uint32_t sb = base + uint32_t(st * kStageBytes + KC * kChunkBytesA + j * kChunkBytesB);
 #pragma unroll
-    for (int u0 = 0; u0 < kBM * 4; u0 += kThreads) {
-      const int u = u0 + tid, row = u >> 2, q = u & 3;
-      const int m = m0 + row;
-      const bool in = kin + q * 8 < a.kseg && m < a.M;
-      cp_async_ca(sa + uint32_t(u) * 16u, x + int64_t(in ? m : 0) * a.ldx + (in ? kbase + q * 8 : 0), in ? 16 : 0);
+    for (int h = 0; h < 2; ++h) {
+      const bool in = kin && xin[h];
+      cp_async_ca(sa + uint32_t(h * kThreads + tid) * 16u, in ? xrow[h] + kbase : x, in ? 16 : 0);
+      wr[h] = (kin && win[h]) ? ld_weights16(wrow[h] + kbase) : make_uint4(0u, 0u, 0u, 0u);
     }
+    ld_kin += 32;
+    if (ld_kin >= a.kseg) ld_kin = 0, ++ld_seg;
+  };
+  // W's words to where wgmma's slots read v1's k set: word q of a unit to staged_word(r, t, q).
+  auto store_w = [&](int st, int j, const uint4 (&wr)[2]) {
+    const uint32_t sb = base + uint32_t(st * kStageBytes + KC * kChunkBytesA + j * kChunkBytesB);
+    using wgmma_layout::kLbo;
+    using wgmma_layout::kStepBytes;
 #pragma unroll
-    for (int i0 = 0; i0 < kBN * 16; i0 += kThreads) {
-      const wgmma_layout::CopyWord cw = wgmma_layout::copy_word(i0 + tid);
-      const int n = n0 + cw.r;
-      const bool in = kin + cw.t * 8 < a.kseg && n < a.N;
-      const uint32_t dst = sb + uint32_t(wgmma_layout::staged_word(cw.r, cw.t, cw.q));
-      cp_async4(dst, w + int64_t(in ? n : 0) * a.K + (in ? kbase + cw.t * 8 + cw.q * 2 : 0), in ? 4 : 0);
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t d = sb + wdst[h];
+      st_shared32(d, wr[h].x);                      // q = 0: step 0, k group 0
+      st_shared32(d + kLbo, wr[h].y);               // q = 1: step 0, k group 1
+      st_shared32(d + kStepBytes, wr[h].z);         // q = 2: step 1, k group 0
+      st_shared32(d + kStepBytes + kLbo, wr[h].w);  // q = 3: step 1, k group 1
     }
   };
 
@@ -129,10 +167,19 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
 #pragma unroll
   for (int e = 0; e < 64; ++e) acc[e] = 0.0f;
 
+  // Prologue: stages 0 .. S - 2 loaded; W of stages 0 .. S - 2 - D stored now, the last D stages'
+  // held in registers. In the loop, stage g's W is loaded at iteration g - (S - 1) and stored at
+  // g - (S - 1) + D, so the load's latency hides behind D stages of MMAs; its registers are
+  // wreg[g % D].
+  uint4 wreg[D][KC][2];
 #pragma unroll
   for (int st = 0; st < S - 1; ++st) {
+#pragma unroll
     for (int j = 0; j < KC; ++j)
-      if (st * KC + j < chunks) issue(st * KC + j, st, j);
+      if (st * KC + j < chunks) {
+        load_chunk(st, j, wreg[st % D][j]);
+        if (st < S - 1 - D) store_w(st, j, wreg[st % D][j]);
+      }
     cp_async_commit();
   }
   const int row_a = (warp >> 2) * 64 + (warp & 3) * 16 + gid;  // this thread's A rows: row_a, row_a + 8
@@ -140,55 +187,70 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
   // asynchronously, so none may be rewritten before the wait that covers it (PTX: undefined
   // otherwise; reusing one set per chunk gave wrong sums on the H200 in session 6).
   uint32_t af[KC][2][4] = {};
-  for (int p = 0; p < stages; ++p) {
-    cp_async_wait<S - 2>();
-    wgmma_wait_all();      // this warpgroup's MMAs of stage p - 1 are done: its stage may be refilled
-    // ... and only now may af, which they read, be rewritten: keep af live (unmoved) until here.
+  // p0 steps by D and dp is a constant once unrolled, so wreg's index (p + const) % D is static.
+  for (int p0 = 0; p0 < stages; p0 += D) {
 #pragma unroll
-    for (int j = 0; j < KC; ++j)
+    for (int dp = 0; dp < D; ++dp) {
+      const int p = p0 + dp;
+      if (p >= stages) break;
+      cp_async_wait<S - 2>();
+      wgmma_wait_all();      // this warpgroup's MMAs of stage p - 1 are done: its stage may be refilled
+      // ... and only now may af, which they read, be rewritten: keep af live (unmoved) until here.
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        asm volatile("" : "+r"(af[j][h][0]), "+r"(af[j][h][1]), "+r"(af[j][h][2]), "+r"(af[j][h][3]));
-    fence_proxy_async();   // this thread's copies of stage p visible to wgmma
-    __syncthreads();       // every thread's copies of stage p landed; no one still reads stage p - 1
-    const int st = p % S;
+      for (int j = 0; j < KC; ++j)
 #pragma unroll
-    for (int j = 0; j < KC; ++j) {
-      const uint8_t* sa = wg_smem + st * kStageBytes + j * kChunkBytesA;
-      const uint4 lo = reinterpret_cast<const uint4*>(sa)[row_a * 4 + tig];
-      const uint4 hi = reinterpret_cast<const uint4*>(sa)[(row_a + 8) * 4 + tig];
-      af[j][0][0] = lo.x, af[j][0][1] = hi.x, af[j][0][2] = lo.y, af[j][0][3] = hi.y;  // step 1: words q = 0, 1
-      af[j][1][0] = lo.z, af[j][1][1] = hi.z, af[j][1][2] = lo.w, af[j][1][3] = hi.w;  // step 2: words q = 2, 3
-    }
+        for (int h = 0; h < 2; ++h)
+          asm volatile("" : "+r"(af[j][h][0]), "+r"(af[j][h][1]), "+r"(af[j][h][2]), "+r"(af[j][h][3]));
+      fence_proxy_async();   // this thread's copies of stage p visible to wgmma
+      __syncthreads();       // every thread's copies of stage p landed; no one still reads stage p - 1
+      const int st = p % S;
 #pragma unroll
-    for (int j = 0; j < KC; ++j) {
-      const int c = p * KC + j;
-      if (c >= chunks) break;
-      if constexpr (combine) {
-        if (c > 0 && c % cps == 0) {
-          // A segment ended: add its sum in segment order (from segment 0), start the next at 0.
-          wgmma_wait_all();
+      for (int j = 0; j < KC; ++j) {
+        const uint8_t* sa = wg_smem + st * kStageBytes + j * kChunkBytesA;
+        const uint4 lo = reinterpret_cast<const uint4*>(sa)[row_a * 4 + tig];
+        const uint4 hi = reinterpret_cast<const uint4*>(sa)[(row_a + 8) * 4 + tig];
+        af[j][0][0] = lo.x, af[j][0][1] = hi.x, af[j][0][2] = lo.y, af[j][0][3] = hi.y;  // step 1: words q = 0, 1
+        af[j][1][0] = lo.z, af[j][1][1] = hi.z, af[j][1][2] = lo.w, af[j][1][3] = hi.w;  // step 2: words q = 2, 3
+      }
 #pragma unroll
-          for (int e = 0; e < 64; ++e) {
-            float& t = tot[e * kThreads + tid];
-            t = c == cps ? acc[e] : fadd(t, acc[e]);
-            acc[e] = 0.0f;
+      for (int j = 0; j < KC; ++j) {
+        const int c = p * KC + j;
+        if (c >= chunks) break;
+        if constexpr (combine) {
+          if (c > 0 && c % cps == 0) {
+            // A segment ended: add its sum in segment order (from segment 0), start the next at 0.
+            wgmma_wait_all();
+#pragma unroll
+            for (int e = 0; e < 64; ++e) {
+              float& t = tot[e * kThreads + tid];
+              t = c == cps ? acc[e] : fadd(t, acc[e]);
+              acc[e] = 0.0f;
+            }
           }
         }
+        const uint32_t sb = base + uint32_t(st * kStageBytes + KC * kChunkBytesA + j * kChunkBytesB);
+        wgmma_fence();
+        wgmma_step<T>(acc, af[j][0], b_desc(sb));
+        wgmma_step<T>(acc, af[j][1], b_desc(sb + wgmma_layout::kStepBytes));
+        wgmma_commit();
       }
-      const uint32_t sb = base + uint32_t(st * kStageBytes + KC * kChunkBytesA + j * kChunkBytesB);
-      wgmma_fence();
-      wgmma_step<T>(acc, af[j][0], b_desc(sb));
-      wgmma_step<T>(acc, af[j][1], b_desc(sb + wgmma_layout::kStepBytes));
-      wgmma_commit();
+      // While the tensor cores run stage p's MMAs: W of stage p + S - 1 - D (loaded D iterations
+      // ago) to its buffer, last read by stage p - 1 - D <= p - 2's MMAs (waited for by every thread
+      // before the barrier above); then stage p + S - 1 (buffer of stage p - 1, likewise free): x
+      // copies, W loads into the registers just stored (same index: the stages differ by D).
+      const int kSet = (dp + S - 1) % D;  // a constant once dp's loop is unrolled
+      if (p + S - 1 - D < stages) {
+#pragma unroll
+        for (int j = 0; j < KC; ++j)
+          if ((p + S - 1 - D) * KC + j < chunks) store_w((p + S - 1 - D) % S, j, wreg[kSet][j]);
+      }
+      if (p + S - 1 < stages) {
+#pragma unroll
+        for (int j = 0; j < KC; ++j)
+          if ((p + S - 1) * KC + j < chunks) load_chunk((p + S - 1) % S, j, wreg[kSet][j]);
+      }
+      cp_async_commit();
     }
-    // Refill stage p - 1 while the tensor cores run stage p's MMAs.
-    if (p + S - 1 < stages) {
-      const int fill = (p + S - 1) % S;
-      for (int j = 0; j < KC; ++j)
-        if ((p + S - 1) * KC + j < chunks) issue((p + S - 1) * KC + j, fill, j);
-    }
-    cp_async_commit();
   }
   wgmma_wait_all();
   cp_async_wait<0>();
@@ -216,11 +278,11 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
   }
 }
 
-template <typename T, int KC, int S, bool combine>
+template <typename T, int KC, int S, bool combine, int D>
 void launch_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
   constexpr size_t smem = size_t(S) * KC * (kChunkBytesA + kChunkBytesB) + (combine ? 64 * kThreads * 4 : 0);
   static_assert(smem <= 227 * 1024, "wgmma GEMM stages exceed shared memory");
-  auto* k = gemm_wgmma_kernel<T, KC, S, combine>;
+  auto* k = gemm_wgmma_kernel<T, KC, S, combine, D>;
   static std::atomic<uint64_t> done{0};
   once_per_device(done, [&] { VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem))); });
   dim3 grid(ceil_div(a.M, kBM), ceil_div(a.N, kBN), combine ? 1 : split);
@@ -228,14 +290,20 @@ void launch_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
   VB_CUDA_LAUNCHED();
 }
 
+template <typename T, int D>
+void launch_depth(const GemmArgs& a, int split, bool combine, cudaStream_t stream) {
+  if (combine && split > 1) return launch_cfg<T, 2, 4, true, D>(a, split, stream);
+  launch_cfg<T, 2, 4, false, D>(a, split, stream);
+}
+
 }  // namespace
 
 template <typename T>
-void launch_wgmma(const GemmArgs& a, int split, bool combine, cudaStream_t stream) {
-  if (combine && split > 1) return launch_cfg<T, 2, 4, true>(a, split, stream);
-  launch_cfg<T, 2, 4, false>(a, split, stream);
+void launch_wgmma(const GemmArgs& a, int split, bool combine, int depth, cudaStream_t stream) {
+  if (depth == 2) return launch_depth<T, 2>(a, split, combine, stream);
+  launch_depth<T, 1>(a, split, combine, stream);
 }
-template void launch_wgmma<__nv_bfloat16>(const GemmArgs&, int, bool, cudaStream_t);
-template void launch_wgmma<__half>(const GemmArgs&, int, bool, cudaStream_t);
+template void launch_wgmma<__nv_bfloat16>(const GemmArgs&, int, bool, int, cudaStream_t);
+template void launch_wgmma<__half>(const GemmArgs&, int, bool, int, cudaStream_t);
 
 }  // namespace verbatim::cuda::gemm_impl

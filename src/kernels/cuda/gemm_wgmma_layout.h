@@ -33,13 +33,15 @@ VB_HOST_DEVICE constexpr int slot_read(int r, int s, int j) {
   return s * kStepBytes + (j >> 3) * kLbo + (r >> 3) * kSbo + (r & 7) * 16 + (j & 7) * 2;
 }
 
-// The copy: word i of a chunk's kRows-row tile (2048 words) is (q = i / 512, r = (i / 4) % 128,
-// t = i % 4), so the 32 lanes of one warp instruction write 8 rows x 4 positions of one
-// core-matrix column: 32 distinct banks.
-struct CopyWord {
-  int r, t, q;
+// The copy: unit u (0..511) of a chunk's kRows-row tile is the 16 bytes of row r = u / 4 at group
+// t = u % 4 (one coalesced 16-byte global load: a quad of lanes reads a row's 64 bytes); its four
+// words q = 0..3 are stored one by one to staged_word(r, t, q). For one q, the 32 lanes of a warp
+// (32 consecutive units: 8 rows x 4 t) write 128 contiguous bytes: 32 distinct banks.
+struct CopyUnit {
+  int r, t;
 };
-VB_HOST_DEVICE constexpr CopyWord copy_word(int i) { return {(i >> 2) & (kRows - 1), i & 3, i >> 9}; }
-static_assert(kRows == 128, "copy_word splits 2048 words as 4 q x 128 rows x 4 t");
+VB_HOST_DEVICE constexpr CopyUnit copy_unit(int u) { return {(u >> 2) & (kRows - 1), u & 3}; }
+constexpr int kUnits = kRows * 4;
+static_assert(kRows == 128, "copy_unit splits 512 units as 128 rows x 4 t");
 
 }  // namespace verbatim::cuda::wgmma_layout

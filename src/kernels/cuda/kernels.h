@@ -96,6 +96,9 @@ struct GemmTuning {
   // The wgmma kernel with split > 1: 1 segments added in the kernel, 0 never, -1 by size (its
   // second set of sums fits in registers, unlike the mma.sync tiled kernel's).
   int wgmma_combine = -1;
+  // The wgmma kernel: iterations between loading a stage's W into registers and storing it to
+  // shared memory (1 or 2: a longer wait hides more of the load's latency, 16 more registers).
+  int wgmma_depth = 1;
   int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks
   int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
 };
