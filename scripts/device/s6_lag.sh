@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Session 6, last call (one H200, ~110 s): the wgmma GEMM with one stage of MMAs left running while
+# the next stage's are issued (VERBATIM_GEMM_WGMMA_LAG=1) against the default (lag 0): bits
+# (cuda_ops_test lists both; gemm-bench's v1-bit column; the 0.6B bf16 digest of record) and speed
+# (gemm-bench at 2,048 rows, engine-bench prefill on 0.6B and 8B, both ways).
+# Pack: pack.sh build-cuda verbatim tests/cuda_ops_test tests/cuda_invariance_test
+cd "$(dirname "$0")/../.."
+source scripts/device/common.sh
+BUDGET=${BUDGET:-150}
+call_setup s6_lag
+say "gpu: $(gpu_facts | tr '\n' ';') commit ${COMMIT:-unknown}"
+mk qwen3-0.6b $W/m06 0.02 &
+mk qwen3-8b $W/m8 0.02 &
+run_test cuda_ops_test 100
+timeout 100 "$VB" gemm-bench --archs qwen3-8b,qwen3-0.6b --m 2048 --kernels tiled:wgmma,tiled:wglag1 \
+  --json $OUT/gemm_2048.json > $OUT/gemm_2048.log 2>&1
+say "gemm-bench 2048 rc=$?"
+grep -E "qkv|gate_up|down|lm_head| o |^sum" $OUT/gemm_2048.log | awk '{print $1,$2,$6,$7,$10,$11,$12,$13,$14,$15}' | tee -a $LOG
+while [ ! -f $W/m06.done ] && [ "$(left)" -gt 60 ]; do sleep 1; done
+inv 06_bf16_lag1 $W/m06 bfloat16 VERBATIM_TEST_EXPECT_DIGEST=02fdf9975bf8eafb VERBATIM_GEMM_WGMMA_LAG=1
+EB_BATCHES=1 EB_STEPS=2 EB_MIN_LEFT=20 eb 06_lag0 $W/m06 contract VERBATIM_GEMM_WGMMA_LAG=0
+EB_BATCHES=1 EB_STEPS=2 EB_MIN_LEFT=20 eb 06_lag1 $W/m06 contract VERBATIM_GEMM_WGMMA_LAG=1
+while [ ! -f $W/m8.done ] && [ "$(left)" -gt 40 ]; do sleep 1; done
+EB_BATCHES=1 EB_STEPS=2 EB_MIN_LEFT=20 eb 8_lag0 $W/m8 contract VERBATIM_GEMM_WGMMA_LAG=0
+EB_BATCHES=1 EB_STEPS=2 EB_MIN_LEFT=20 eb 8_lag1 $W/m8 contract VERBATIM_GEMM_WGMMA_LAG=1
+call_finish
