@@ -3,6 +3,9 @@
 # the next stage's are issued (VERBATIM_GEMM_WGMMA_LAG=1) against the default (lag 0): bits
 # (cuda_ops_test lists both; gemm-bench's v1-bit column; the 0.6B bf16 digest of record) and speed
 # (gemm-bench at 2,048 rows, engine-bench prefill on 0.6B and 8B, both ways).
+# Result (bench/results/h200_s6_lag*): same bits; gate_up / lm_head +0.5%, the in-kernel-sum shapes
+# 18-25% slower (ptxas serialized them, C7513), prefill 0.6B 28.5 vs 26.3 ms, 8B 195 vs 177: the
+# lag was reverted; the binaries this script needs are those of e2d15ed.
 # Pack: pack.sh build-cuda verbatim tests/cuda_ops_test tests/cuda_invariance_test
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh

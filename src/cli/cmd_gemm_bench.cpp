@@ -55,8 +55,7 @@ std::vector<Shape> linear_shapes(const ModelConfig& c) {
 // "kernel[:knob]": v1 | v2 | tiled | auto, and one GemmTuning knob (kernels.h): combine,
 // nocombine, wide, mma (tiled on mma.sync at > 64 rows), wgmma, wgcombine, wgnocombine (the wgmma
 // kernel past 64 rows: segments added by size, always, never), wgdepth1, wgdepth2 (the wgmma kernel
-// storing W one or two stages after its load; 2 is the default), wglag1 (a stage of its MMAs left
-// running while the next is issued); m64n32, m32x2 (v1 at 33..64 rows); u8 (v1 at <= 16 rows). Sets the kernel and the tuning.
+// storing W one or two stages after its load; 2 is the default); m64n32, m32x2 (v1 at 33..64 rows); u8 (v1 at <= 16 rows). Sets the kernel and the tuning.
 cuda::GemmKernel kernel_named(const std::string& spec, cuda::GemmTuning* tuning = nullptr) {
   const size_t colon = spec.find(':');
   const std::string k = spec.substr(0, colon), knob = colon == std::string::npos ? "" : spec.substr(colon + 1);
@@ -70,7 +69,6 @@ cuda::GemmKernel kernel_named(const std::string& spec, cuda::GemmTuning* tuning 
   else if (knob == "wgnocombine") t.tiled_wgmma = true, t.wgmma_combine = 0;
   else if (knob == "wgdepth1") t.tiled_wgmma = true, t.wgmma_depth = 1;
   else if (knob == "wgdepth2") t.tiled_wgmma = true, t.wgmma_depth = 2;
-  else if (knob == "wglag1") t.tiled_wgmma = true, t.wgmma_lag = 1;
   else if (knob == "m64n32") t.v1_m64 = 1;
   else if (knob == "m32x2") t.v1_m64 = 2;
   else if (knob == "u8") t.v1_unroll16 = 8;

@@ -392,7 +392,6 @@ GemmTuning tuning_from_env() {
   t.tiled_wgmma = num("VERBATIM_GEMM_WGMMA", t.tiled_wgmma ? 1 : 0) == 1;
   t.wgmma_combine = num("VERBATIM_GEMM_WGMMA_COMBINE", t.wgmma_combine);
   t.wgmma_depth = num("VERBATIM_GEMM_WGMMA_DEPTH", t.wgmma_depth) == 2 ? 2 : 1;
-  t.wgmma_lag = num("VERBATIM_GEMM_WGMMA_LAG", t.wgmma_lag) == 1 ? 1 : 0;
   t.v1_m64 = num("VERBATIM_GEMM_V1_M64", num("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
   t.v1_unroll16 = num("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
   return t;
@@ -496,7 +495,7 @@ void launch_tiled_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   if (a.M <= 16) return launch_tiled_cfg<T, 16, 128, 1, 8, 8, combine>(a, split, stream);
   if (a.M <= 32) return launch_tiled_cfg<T, 32, 128, 1, 8, 6, combine>(a, split, stream);
   if (a.M <= 64) return launch_tiled_cfg<T, 64, 128, 1, 8, 5, combine>(a, split, stream);
-  if (tiled_uses_wgmma(a.M)) return launch_wgmma<T>(a, split, combine, tuning().wgmma_depth, tuning().wgmma_lag, stream);
+  if (tiled_uses_wgmma(a.M)) return launch_wgmma<T>(a, split, combine, tuning().wgmma_depth, stream);
   // Adding segments in the kernel keeps a second set of sums: 16 warps of 32 x 32 fit it in
   // registers (8 warps of 64 x 32 spill); without it, 8 warps of 64 x 32 read less shared memory.
   if (combine) return launch_tiled_cfg<T, 128, 128, 4, 4, 4, true>(a, split, stream);

@@ -53,10 +53,6 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
 
 // Shared-memory matrix descriptor, no swizzle (gemm_wgmma_layout.h): start address, LBO = the
 // k-group stride, SBO = the 8-row-group stride.
@@ -95,17 +91,11 @@ __device__ __forceinline__ void wgmma_step(float (&d)[64], const uint32_t (&a)[4
   }
 }
 
-// D: iterations between loading a stage's W into registers and storing it to shared memory (each
-// adds KC x 8 registers). LAG: stages whose MMAs may still run when the next stage's are issued
-// (0: every stage drains the tensor cores first; 1: one stage overlaps the next one's barrier and
-// A loads, at the cost of one stage of prefetch and a second set of A registers). The bits never
-// depend on either: the MMAs of one accumulator run in issue order.
-template <typename T, int KC, int S, bool combine, int D, int LAG>
+// D: iterations between loading a stage's W into registers and storing it to shared memory (1 or
+// 2 <= S - 2; each adds KC x 8 registers). The bits never depend on it.
+template <typename T, int KC, int S, bool combine, int D>
 __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int split) {
-  constexpr int L = S - 1 - LAG;  // stages loaded ahead of the one computed
-  static_assert(LAG == 0 || LAG == 1, "one or no stage of MMAs in flight");
-  static_assert(D >= 1 && D <= L - 1, "W must be stored before the barrier of the iteration that reads it");
-  constexpr int U = (D == 2 || LAG == 1) ? 2 : 1;  // loop unroll: a multiple of D and LAG + 1
+  static_assert(D >= 1 && D <= S - 2, "W must be stored before the barrier of the iteration that reads it");
   pdl_begin();  // before any memory access or return (common.cuh)
   constexpr int kStageBytes = KC * (kChunkBytesA + kChunkBytesB);
   extern __shared__ __align__(128) uint8_t wg_smem[];
@@ -177,44 +167,42 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
 #pragma unroll
   for (int e = 0; e < 64; ++e) acc[e] = 0.0f;
 
-  // Prologue: stages 0 .. L - 1 loaded; W of stages 0 .. L - 1 - D stored now, the last D stages'
-  // held in registers. In the loop, stage g's W is loaded at iteration g - L and stored at
-  // g - L + D, so the load's latency hides behind D stages of MMAs; its registers are wreg[g % D].
+  // Prologue: stages 0 .. S - 2 loaded; W of stages 0 .. S - 2 - D stored now, the last D stages'
+  // held in registers. In the loop, stage g's W is loaded at iteration g - (S - 1) and stored at
+  // g - (S - 1) + D, so the load's latency hides behind D stages of MMAs; its registers are
+  // wreg[g % D].
   uint4 wreg[D][KC][2];
 #pragma unroll
-  for (int st = 0; st < L; ++st) {
+  for (int st = 0; st < S - 1; ++st) {
 #pragma unroll
     for (int j = 0; j < KC; ++j)
       if (st * KC + j < chunks) {
         load_chunk(st, j, wreg[st % D][j]);
-        if (st < L - D) store_w(st, j, wreg[st % D][j]);
+        if (st < S - 1 - D) store_w(st, j, wreg[st % D][j]);
       }
     cp_async_commit();
   }
   const int row_a = (warp >> 2) * 64 + (warp & 3) * 16 + gid;  // this thread's A rows: row_a, row_a + 8
-  // A fragments of a stage, each chunk in its own registers (LAG + 1 sets: stage p uses set
-  // p % (LAG + 1)): wgmma reads its A registers asynchronously, so none may be rewritten before the
-  // wait that covers it (PTX: undefined otherwise; reusing one set per chunk gave wrong sums on the
-  // H200 in session 6).
-  uint32_t afs[LAG + 1][KC][2][4] = {};
-  // p0 steps by U and dp is a constant once unrolled, so the register sets' indices are static.
-  for (int p0 = 0; p0 < stages; p0 += U) {
+  // A fragments of one stage, each chunk in its own registers: wgmma reads its A registers
+  // asynchronously, so none may be rewritten before the wait that covers it (PTX: undefined
+  // otherwise; reusing one set per chunk gave wrong sums on the H200 in session 6).
+  uint32_t af[KC][2][4] = {};
+  // p0 steps by D and dp is a constant once unrolled, so wreg's index (p + const) % D is static.
+  for (int p0 = 0; p0 < stages; p0 += D) {
 #pragma unroll
-    for (int dp = 0; dp < U; ++dp) {
+    for (int dp = 0; dp < D; ++dp) {
       const int p = p0 + dp;
       if (p >= stages) break;
-      uint32_t(&af)[KC][2][4] = afs[dp % (LAG + 1)];
-      cp_async_wait<L - 1>();  // this thread's copies of stage p landed
-      // This warpgroup's MMAs up to stage p - 1 - LAG are done: their buffers may be refilled, and
-      // the A registers of stage p - 1 - LAG (this set) rewritten: keep them live (unmoved) until here.
-      wgmma_wait<LAG>();
+      cp_async_wait<S - 2>();
+      wgmma_wait_all();      // this warpgroup's MMAs of stage p - 1 are done: its stage may be refilled
+      // ... and only now may af, which they read, be rewritten: keep af live (unmoved) until here.
 #pragma unroll
       for (int j = 0; j < KC; ++j)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
           asm volatile("" : "+r"(af[j][h][0]), "+r"(af[j][h][1]), "+r"(af[j][h][2]), "+r"(af[j][h][3]));
       fence_proxy_async();   // this thread's copies of stage p visible to wgmma
-      __syncthreads();       // every thread's copies of stage p landed; no one still reads stage p - 1 - LAG
+      __syncthreads();       // every thread's copies of stage p landed; no one still reads stage p - 1
       const int st = p % S;
 #pragma unroll
       for (int j = 0; j < KC; ++j) {
@@ -246,20 +234,20 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
         wgmma_step<T>(acc, af[j][1], b_desc(sb + wgmma_layout::kStepBytes));
         wgmma_commit();
       }
-      // While the tensor cores run stage p's MMAs: W of stage p + L - D (loaded D iterations ago)
-      // to its buffer, last read by stage p - 1 - LAG - D's MMAs (waited for by every thread before
-      // the barrier above); then stage p + L (buffer of stage p - 1 - LAG, likewise free): x
+      // While the tensor cores run stage p's MMAs: W of stage p + S - 1 - D (loaded D iterations
+      // ago) to its buffer, last read by stage p - 1 - D <= p - 2's MMAs (waited for by every thread
+      // before the barrier above); then stage p + S - 1 (buffer of stage p - 1, likewise free): x
       // copies, W loads into the registers just stored (same index: the stages differ by D).
-      const int kSet = (dp + L) % D;  // a constant once dp's loop is unrolled
-      if (p + L - D < stages) {
+      const int kSet = (dp + S - 1) % D;  // a constant once dp's loop is unrolled
+      if (p + S - 1 - D < stages) {
 #pragma unroll
         for (int j = 0; j < KC; ++j)
-          if ((p + L - D) * KC + j < chunks) store_w((p + L - D) % S, j, wreg[kSet][j]);
+          if ((p + S - 1 - D) * KC + j < chunks) store_w((p + S - 1 - D) % S, j, wreg[kSet][j]);
       }
-      if (p + L < stages) {
+      if (p + S - 1 < stages) {
 #pragma unroll
         for (int j = 0; j < KC; ++j)
-          if ((p + L) * KC + j < chunks) load_chunk((p + L) % S, j, wreg[kSet][j]);
+          if ((p + S - 1) * KC + j < chunks) load_chunk((p + S - 1) % S, j, wreg[kSet][j]);
       }
       cp_async_commit();
     }
@@ -290,11 +278,11 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
   }
 }
 
-template <typename T, int KC, int S, bool combine, int D, int LAG>
+template <typename T, int KC, int S, bool combine, int D>
 void launch_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
   constexpr size_t smem = size_t(S) * KC * (kChunkBytesA + kChunkBytesB) + (combine ? 64 * kThreads * 4 : 0);
   static_assert(smem <= 227 * 1024, "wgmma GEMM stages exceed shared memory");
-  auto* k = gemm_wgmma_kernel<T, KC, S, combine, D, LAG>;
+  auto* k = gemm_wgmma_kernel<T, KC, S, combine, D>;
   static std::atomic<uint64_t> done{0};
   once_per_device(done, [&] { VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem))); });
   dim3 grid(ceil_div(a.M, kBM), ceil_div(a.N, kBN), combine ? 1 : split);
@@ -302,26 +290,20 @@ void launch_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
   VB_CUDA_LAUNCHED();
 }
 
-// LAG 1 keeps as many stages loaded ahead (L = 3) with a fifth buffer.
-template <typename T, int D, int LAG>
+template <typename T, int D>
 void launch_depth(const GemmArgs& a, int split, bool combine, cudaStream_t stream) {
-  constexpr int S = 4 + LAG;
-  if (combine && split > 1) return launch_cfg<T, 2, S, true, D, LAG>(a, split, stream);
-  launch_cfg<T, 2, S, false, D, LAG>(a, split, stream);
+  if (combine && split > 1) return launch_cfg<T, 2, 4, true, D>(a, split, stream);
+  launch_cfg<T, 2, 4, false, D>(a, split, stream);
 }
 
 }  // namespace
 
 template <typename T>
-void launch_wgmma(const GemmArgs& a, int split, bool combine, int depth, int lag, cudaStream_t stream) {
-  if (lag == 1) {
-    if (depth == 2) return launch_depth<T, 2, 1>(a, split, combine, stream);
-    return launch_depth<T, 1, 1>(a, split, combine, stream);
-  }
-  if (depth == 2) return launch_depth<T, 2, 0>(a, split, combine, stream);
-  launch_depth<T, 1, 0>(a, split, combine, stream);
+void launch_wgmma(const GemmArgs& a, int split, bool combine, int depth, cudaStream_t stream) {
+  if (depth == 2) return launch_depth<T, 2>(a, split, combine, stream);
+  launch_depth<T, 1>(a, split, combine, stream);
 }
-template void launch_wgmma<__nv_bfloat16>(const GemmArgs&, int, bool, int, int, cudaStream_t);
-template void launch_wgmma<__half>(const GemmArgs&, int, bool, int, int, cudaStream_t);
+template void launch_wgmma<__nv_bfloat16>(const GemmArgs&, int, bool, int, cudaStream_t);
+template void launch_wgmma<__half>(const GemmArgs&, int, bool, int, cudaStream_t);
 
 }  // namespace verbatim::cuda::gemm_impl

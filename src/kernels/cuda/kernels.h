@@ -101,9 +101,6 @@ struct GemmTuning {
   // shared memory (1 or 2: a longer wait hides more of the load's latency, 16 more registers).
   // 2: 0.6B prefill 26.2 ms vs 26.6 with 1, and faster on every 8B shape in gemm-bench (H200, s6).
   int wgmma_depth = 2;
-  // The wgmma kernel: stages of MMAs left running while the next stage's are issued (0 or 1; 1
-  // adds a fifth shared-memory stage and a second set of A registers).
-  int wgmma_lag = 0;
   int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks
   int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
 };
