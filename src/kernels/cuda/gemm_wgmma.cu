@@ -12,9 +12,10 @@
 //   16-byte core matrices, one per (8-row group, step s, k group g); row r's core-matrix row holds
 //   words (t = 0..3, q = 2s + g) of its chunk. Staging is therefore a 4 x 4 transpose of 4-byte
 //   words per row and chunk, done by the stores: each thread loads 16 coalesced bytes of a row
-//   into registers and stores its 4 words to their 4 core matrices one iteration later (so the
-//   load's latency hides behind a stage of MMAs). Session 6's first version copied 4-byte words
-//   with cp.async: 60% of its global sectors and most of its integer work were that copy.
+//   into registers and stores its 4 words to their 4 core matrices D iterations later (so the
+//   load's latency hides behind D stages of MMAs; GemmTuning::wgmma_depth, 2 by default). The
+//   session-5 version copied 4-byte words with cp.async: ncu found 60% of its global sectors
+//   excessive and most of its integer work in that copy (session 6).
 // Segments (split-K) and zero-fill past a segment's end or past M / N are v1's: chunks of a
 // segment ascend from its start, a segment sum starts at 0, the CTA either adds its segments in
 // segment order (combine) or stores one segment's sum to the partials. tests/cuda_ops_test
