@@ -46,6 +46,31 @@ mk() {  # arch dir init_std: a make-model folder, marked dir.done once whole
     [ -f "$2/config.json" ] && touch "$2.done"
 }
 call_finish() { say "done"; tar czf "$FINAL/$CALL.tgz" -C "$OUT" .; }
+# wait_for DIR MIN_LEFT: until mk has marked DIR whole, or only MIN_LEFT seconds are left; true if whole.
+wait_for() { while [ ! -f "$1.done" ] && [ "$(left)" -gt "$2" ]; do sleep 2; done; [ -f "$1.done" ]; }
+# hf_peer TAG DIR STEPS TIMEOUT: the HF transformers peer (bench/hf_peer.py) on DIR, decode at batch
+# 1/8/32/64 (context 1024) and a 2,048-token prefill, JSON to $OUT/hf_TAG.json, its verdict to the log.
+hf_peer() {
+  timeout "$4" python3 bench/hf_peer.py --model "$2" --batches 1,8,32,64 --context 1024 --steps "$3" --prefill 2048 \
+    --out $OUT/hf_$1.json > $OUT/hf_$1.log 2>&1
+  say "HF $1 rc=$?: $(grep -E '^HF' $OUT/hf_$1.log | tr '\n' ' ')"
+}
+# ncu_prof TAG REGEX SKIP DIR [engine-bench args...]: ncu's full set of one launch of the kernel
+# matching REGEX (after SKIP) in engine-bench on DIR: the details page and the stall samples per
+# SASS instruction (sass_top.py) to $OUT, their heads to the log.
+ncu_prof() {
+  local tag=$1 re=$2 skip=$3 dir=$4
+  shift 4
+  timeout 110 "$NCU" --clock-control none --set full --import-source yes -k regex:"$re" --launch-skip $skip \
+    --launch-count 1 -o $W/$tag "$VB" engine-bench --model "$dir" --device cuda "$@" > $W/$tag.out 2>&1
+  say "ncu $tag rc=$?"
+  "$NCU" -i $W/$tag.ncu-rep --page details > $OUT/${tag}_details.txt 2>&1
+  "$NCU" -i $W/$tag.ncu-rep --page source --csv --print-source sass > $W/${tag}_sass.csv 2> /dev/null
+  python3 scripts/device/sass_top.py $W/${tag}_sass.csv 40 > $OUT/${tag}_sass_top.txt
+  head -3 $OUT/${tag}_sass_top.txt | tee -a $LOG
+  grep -E "Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|Compute \(SM\) Throughput|DRAM Throughput|L1/TEX Cache Throughput" \
+    $OUT/${tag}_details.txt | head -10 | tee -a $LOG
+}
 # eb TAG DIR MODE [VAR=value...]: engine-bench decode at batch 1/8/32/64 (context 1024) and a
 # 2,048-token prefill, JSON to $OUT/eb_TAG.json, a one-line summary to the log. EB_BATCHES,
 # EB_STEPS, EB_PREFILL (0: none) and EB_MIN_LEFT override the defaults.

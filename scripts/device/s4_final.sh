@@ -13,7 +13,6 @@ call_setup s4_final
 say "gpu: $(gpu_facts | tr '\n' ';') commit ${COMMIT:-unknown}"
 mk qwen3-0.6b $W/m06 0.02
 ( mk qwen3-1.7b $W/m17 0.02; mk qwen3-8b $W/m8 0.02; mk qwen3-8b $W/m8r 0.005 ) &
-wait_for() { while [ ! -f "$1.done" ] && [ "$(left)" -gt "$2" ]; do sleep 2; done; [ -f "$1.done" ]; }
 timeout 30 "$VB_BIN/mma_probe" --json $OUT/mma_probe.json > $OUT/mma_probe.log 2>&1
 say "mma_probe rc=$?"
 grep -E "K=1024" $OUT/mma_probe.log | tee -a $LOG
@@ -22,14 +21,8 @@ eb 06_contract $W/m06 contract
 eb 06_fast $W/m06 fast
 wait_for $W/m17 200 && { eb 17_contract $W/m17 contract; eb 17_fast $W/m17 fast; }
 wait_for $W/m8 200 && { eb 8_contract $W/m8 contract; eb 8_fast $W/m8 fast; }
-timeout 90 python3 bench/hf_peer.py --model $W/m06 --batches 1,8,32,64 --context 1024 --steps 6 --prefill 2048 \
-  --out $OUT/hf_06.json > $OUT/hf_06.log 2>&1
-say "HF 0.6B rc=$?: $(grep -E '^HF' $OUT/hf_06.log | tr '\n' ' ')"
-if [ "$(left)" -gt 300 ]; then
-  timeout 140 python3 bench/hf_peer.py --model $W/m8 --batches 1,8,32,64 --context 1024 --steps 4 --prefill 2048 \
-    --out $OUT/hf_8.json > $OUT/hf_8.log 2>&1
-  say "HF 8B rc=$?: $(grep -E '^HF' $OUT/hf_8.log | tr '\n' ' ')"
-fi
+hf_peer 06 $W/m06 6 90
+[ "$(left)" -gt 300 ] && hf_peer 8 $W/m8 4 140
 run_test cuda_ops_test 100
 [ "$(left)" -gt 150 ] && wait_for $W/m8r 100 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8
 [ "$(left)" -gt 150 ] && http_check $W/m06

@@ -11,7 +11,6 @@ source scripts/device/common.sh
 BUDGET=${BUDGET:-540}
 call_setup s6_final
 say "gpu: $(gpu_facts | tr '\n' ';') commit ${COMMIT:-unknown}"
-wait_for() { while [ ! -f "$1.done" ] && [ "$(left)" -gt "$2" ]; do sleep 2; done; [ -f "$1.done" ]; }
 mk qwen3-0.6b $W/m06 0.02
 ( mk qwen3-1.7b $W/m17 0.02; mk qwen3-8b $W/m8 0.02; mk qwen3-8b $W/m8r 0.005 ) &
 export VERBATIM_GEMM_WGMMA=1
@@ -45,14 +44,8 @@ wait_for $W/m8 200 && {
   EB_BATCHES=1 EB_STEPS=4 eb 8_mma_prefill $W/m8 contract VERBATIM_GEMM_WGMMA=0
 }
 EB_BATCHES=1 EB_STEPS=4 eb 06_mma_prefill $W/m06 contract VERBATIM_GEMM_WGMMA=0
-timeout 90 python3 bench/hf_peer.py --model $W/m06 --batches 1,8,32,64 --context 1024 --steps 6 --prefill 2048 \
-  --out $OUT/hf_06.json > $OUT/hf_06.log 2>&1
-say "HF 0.6B rc=$?: $(grep -E '^HF' $OUT/hf_06.log | tr '\n' ' ')"
-if [ "$(left)" -gt 330 ]; then
-  timeout 140 python3 bench/hf_peer.py --model $W/m8 --batches 1,8,32,64 --context 1024 --steps 4 --prefill 2048 \
-    --out $OUT/hf_8.json > $OUT/hf_8.log 2>&1
-  say "HF 8B rc=$?: $(grep -E '^HF' $OUT/hf_8.log | tr '\n' ' ')"
-fi
+hf_peer 06 $W/m06 6 90
+[ "$(left)" -gt 330 ] && hf_peer 8 $W/m8 4 140
 [ "$(left)" -gt 150 ] && wait_for $W/m8r 100 && \
   inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=9ceba3474cbf6abf
 [ "$(left)" -gt 120 ] && http_check $W/m06

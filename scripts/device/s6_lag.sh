@@ -19,11 +19,11 @@ timeout 100 "$VB" gemm-bench --archs qwen3-8b,qwen3-0.6b --m 2048 --kernels tile
   --json $OUT/gemm_2048.json > $OUT/gemm_2048.log 2>&1
 say "gemm-bench 2048 rc=$?"
 grep -E "qkv|gate_up|down|lm_head| o |^sum" $OUT/gemm_2048.log | awk '{print $1,$2,$6,$7,$10,$11,$12,$13,$14,$15}' | tee -a $LOG
-while [ ! -f $W/m06.done ] && [ "$(left)" -gt 60 ]; do sleep 1; done
+wait_for $W/m06 60
 inv 06_bf16_lag1 $W/m06 bfloat16 VERBATIM_TEST_EXPECT_DIGEST=02fdf9975bf8eafb VERBATIM_GEMM_WGMMA_LAG=1
 EB_BATCHES=1 EB_STEPS=2 EB_MIN_LEFT=20 eb 06_lag0 $W/m06 contract VERBATIM_GEMM_WGMMA_LAG=0
 EB_BATCHES=1 EB_STEPS=2 EB_MIN_LEFT=20 eb 06_lag1 $W/m06 contract VERBATIM_GEMM_WGMMA_LAG=1
-while [ ! -f $W/m8.done ] && [ "$(left)" -gt 40 ]; do sleep 1; done
+wait_for $W/m8 40
 EB_BATCHES=1 EB_STEPS=2 EB_MIN_LEFT=20 eb 8_lag0 $W/m8 contract VERBATIM_GEMM_WGMMA_LAG=0
 EB_BATCHES=1 EB_STEPS=2 EB_MIN_LEFT=20 eb 8_lag1 $W/m8 contract VERBATIM_GEMM_WGMMA_LAG=1
 call_finish

@@ -12,7 +12,6 @@ source scripts/device/common.sh
 BUDGET=${BUDGET:-420}
 call_setup s6_verify
 say "gpu: $(gpu_facts | tr '\n' ';') commit ${COMMIT:-unknown}"
-wait_for() { while [ ! -f "$1.done" ] && [ "$(left)" -gt "$2" ]; do sleep 2; done; [ -f "$1.done" ]; }
 mk qwen3-0.6b $W/m06 0.02
 ( mk qwen3-8b $W/m8r 0.005; mk qwen3-1.7b $W/m17 0.02 ) &
 run_test cuda_ops_test 100

@@ -11,20 +11,7 @@ BUDGET=${BUDGET:-240}
 call_setup s7_first
 say "gpu: $(gpu_facts | tr '\n' ';') commit ${COMMIT:-unknown}"
 mk qwen3-8b $W/m8 0.02
-prof() {  # tag regex skip engine-bench-args...
-  local tag=$1 re=$2 skip=$3
-  shift 3
-  timeout 110 "$NCU" --clock-control none --set full --import-source yes -k regex:"$re" --launch-skip $skip \
-    --launch-count 1 -o $W/$tag "$VB" engine-bench --model $W/m8 --device cuda "$@" > $W/$tag.out 2>&1
-  say "ncu $tag rc=$?"
-  "$NCU" -i $W/$tag.ncu-rep --page details > $OUT/${tag}_details.txt 2>&1
-  "$NCU" -i $W/$tag.ncu-rep --page source --csv --print-source sass > $W/${tag}_sass.csv 2> /dev/null
-  python3 scripts/device/sass_top.py $W/${tag}_sass.csv 40 > $OUT/${tag}_sass_top.txt
-  head -3 $OUT/${tag}_sass_top.txt | tee -a $LOG
-  grep -E "Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|Compute \(SM\) Throughput|DRAM Throughput|L1/TEX Cache Throughput" \
-    $OUT/${tag}_details.txt | head -10 | tee -a $LOG
-}
 # Prefill launches per layer: qkv, o, gate_up, down; launch 10 is layer 2's gate_up.
-prof wg_gate_up 'gemm_wgmma' 10 --batches 1 --context 64 --steps 1 --prefill 2048 --no-context-prefill
-prof attn_b32 'attention_tile' 10 --batches 32 --context 1024 --steps 2 --prefill 0 --no-context-prefill
+ncu_prof wg_gate_up 'gemm_wgmma' 10 $W/m8 --batches 1 --context 64 --steps 1 --prefill 2048 --no-context-prefill
+ncu_prof attn_b32 'attention_tile' 10 $W/m8 --batches 32 --context 1024 --steps 2 --prefill 0 --no-context-prefill
 call_finish

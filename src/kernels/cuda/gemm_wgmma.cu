@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
   // The next chunk to load: its segment and offset in it (chunks are loaded in ascending order).
   int ld_seg = s_first, ld_kin = 0;
   // Chunk into slot j of stage st: x by cp.async (packed rows of 64 bytes), W into registers `wr`
-  // (coalesced 16-byte loads), stored by store_w one iteration later.
+  // (coalesced 16-byte loads), stored by store_w D iterations later.
   auto load_chunk = [&](int st, int j, uint4 (&wr)[2]) {
     const int kbase = ld_seg * a.kseg + ld_kin;
     const bool kin = ld_kin + ct * 8 < a.kseg;  // zero-fill past the segment's end, as v1
