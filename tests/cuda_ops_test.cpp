@@ -588,8 +588,8 @@ struct AttnFixture {
   std::vector<std::vector<Values>> q;          // q[seq][pos]: [heads * hd]
   DevBuf dk, dv;
 
-  AttnFixture(DType t_, int heads_, int kv_heads_, int hd_, std::vector<int> lens_)
-      : t(t_), heads(heads_), kv_heads(kv_heads_), hd(hd_), lens(std::move(lens_)) {
+  AttnFixture(DType t_, int heads_, int kv_heads_, int hd_, std::vector<int> lens_, int block_size_ = 16)
+      : t(t_), heads(heads_), kv_heads(kv_heads_), hd(hd_), block_size(block_size_), lens(std::move(lens_)) {
     std::mt19937 rng(77);
     for (int L : lens) num_blocks += (L + block_size - 1) / block_size;
     num_blocks += 5;
@@ -768,17 +768,21 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   // (per-part kernel + merge) must give the prefill rows' bits (parts folded in the CTA).
   // The one- and four-warp per-part kernels (picked by CTA count) must both give these bits.
   // Also the tile kernel (one-warp items of one-tile parts, K from the cache into registers), at
-  // 2 and 4 query heads per kv head (the 0.6B and 8B groups).
+  // 2 and 4 query heads per kv head (the 0.6B and 8B groups), with cache blocks of 16 positions,
+  // of 7 (block lookups by division, not shifts) and of 1 (more blocks per tile than a warp has
+  // lanes: block ids read per position).
+  for (int bs : {16, 7, 1})
   for (int heads : {4, 8}) {
-  AttnFixture f(t(), heads, 2, 128, {1100, 900});
+  AttnFixture f(t(), heads, 2, 128, {1100, 900}, bs);
   const auto ref = f.gpu(all_tokens(f));
   for (int warps : {1, 4, 0})
-  for (int tile_kernel : {0, 1}) {
-    if (warps == 4 && tile_kernel == 1) continue;  // four warps never take the tile kernel
+  for (int tile_kernel : {0, 1, 2}) {
+    if (warps == 4 && tile_kernel != 0) continue;  // four warps never take the tile kernel
     cuda::set_attention_small_item_warps(warps);
     cuda::set_attention_tile_kernel(tile_kernel);
     const std::string how = "small-item warps " + std::to_string(warps) + ", tile kernel " +
-                            std::to_string(tile_kernel) + ", heads " + std::to_string(heads);
+                            std::to_string(tile_kernel) + ", heads " + std::to_string(heads) + ", block size " +
+                            std::to_string(bs);
     for (int p : {0, 5, 63, 64, 100, 1023, 1024, 1025, 1087, 1088, 1099}) {
       const auto got = f.gpu({{0, p}});
       ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", " << how;

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/ops.h"
@@ -38,6 +39,30 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+// sm_90 bulk copies into shared memory, completing on an mbarrier (one phase per CTA here).
+__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to the async proxy
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_copy_to_smem(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(smem_addr(bar))
+               : "memory");
+}
+__device__ __forceinline__ void mbar_wait_phase0(uint64_t* bar) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+      "@!done bra wait_%=;\n"
+      "}\n" ::"r"(smem_addr(bar))
+      : "memory");
+}
 
 // One stage of a K and a V tile, rows padded so that fragment reads hit distinct banks: K rows are
 // read 8 bytes per lane (rows 8 words apart mod 32: the 4 rows of a half warp never share a
@@ -50,25 +75,42 @@ template <int HD> struct Smem {
   static constexpr size_t kStageElems = kKElems + kVElems;  // K then V
 };
 
+// pos / block_size and pos % block_size for positions >= 0: shifts when the block size is a power
+// of two (the usual case), a division otherwise. Addresses only: the same quotient either way.
+struct BlockDiv {
+  int bs, shift;
+  bool pow2;
+  __device__ __forceinline__ explicit BlockDiv(int bs_) : bs(bs_), shift(0), pow2((bs_ & (bs_ - 1)) == 0) {
+#ifdef __CUDA_ARCH__  // __ffs is device-only; the host pass never runs this
+    shift = __ffs(bs_) - 1;
+#endif
+  }
+  __device__ __forceinline__ int quot(int pos) const { return pow2 ? pos >> shift : pos / bs; }
+  __device__ __forceinline__ int rem(int pos) const { return pow2 ? pos & (bs - 1) : pos % bs; }
+};
+
 // The cache blocks of a tile's positions [t0, limit) (limit <= t0 + 64). When they number <= 32
 // (block_size >= 3) each lane reads one block id once and `of` passes it around with a shuffle:
 // a block-table read per copy made each copy wait for an L2 round trip (addresses only: what is
 // read is the same). `of` is called by every lane of the warp together; positions >= limit get 0.
 struct TileBlocks {
   const int32_t* bt;
-  int block_size, first, limit, mine;
+  BlockDiv div;
+  int first, limit, mine;
   bool cached;
   __device__ __forceinline__ TileBlocks(const int32_t* bt_, int t0, int limit_, int block_size_)
-      : bt(bt_), block_size(block_size_), first(t0 / block_size_), limit(limit_) {
-    const int nblk = limit > t0 ? (limit - 1) / block_size - first + 1 : 0;
+      : bt(bt_), div(block_size_), first(div.quot(t0)), limit(limit_) {
+    const int nblk = limit > t0 ? div.quot(limit - 1) - first + 1 : 0;
     const int lane = threadIdx.x & 31;
     cached = nblk <= 32;  // warp-uniform
     mine = (cached && lane < nblk) ? bt[first + lane] : 0;
   }
   __device__ __forceinline__ int of(int pos) const {
-    const int b = __shfl_sync(0xffffffffu, mine, min(max(pos / block_size - first, 0), 31));
-    return cached ? b : (pos < limit ? bt[pos / block_size] : 0);
+    const int b = __shfl_sync(0xffffffffu, mine, min(max(div.quot(pos) - first, 0), 31));
+    return cached ? b : (pos < limit ? bt[div.quot(pos)] : 0);
   }
+  // The cache slot of a position (every lane together, as `of`).
+  __device__ __forceinline__ int64_t slot(int pos) const { return int64_t(of(pos)) * div.bs + div.rem(pos); }
 };
 
 // Loads keys [t0, t0 + 64) of the kv head into smem; positions >= limit are zero-filled (never
@@ -83,11 +125,10 @@ __device__ __forceinline__ void load_tile(T* ks, T* vs, const T* kc, const T* vc
   for (int idx = threadIdx.x; idx < kTile * kChunks; idx += WARPS * 32) {
     const int key = idx / kChunks, c = idx % kChunks;
     const int pos = t0 + key;
-    const int blk = blocks.of(pos);
+    const int64_t slot = blocks.slot(pos);
     T* kd = ks + key * Smem<HD>::kKStride + c * 8;
     T* vd = vs + key * Smem<HD>::kVStride + c * 8;
     if (pos < limit) {
-      const int64_t slot = int64_t(blk) * block_size + pos % block_size;
       const int64_t off = (slot * kv_heads + kvh) * HD + c * 8;
       cp_async16(kd, kc + off);
       cp_async16(vd, vc + off);
@@ -111,20 +152,32 @@ __device__ __forceinline__ void load_tile(T* ks, T* vs, const T* kc, const T* vc
 template <typename T, int HD>
 struct KFromSmem {
   const T* ks;
-  __device__ __forceinline__ const T* row(int nt) const {
-    return ks + (nt * 8 + ((threadIdx.x & 31) >> 2)) * Smem<HD>::kKStride + (threadIdx.x & 3) * 4;
+  __device__ __forceinline__ uint2 at(int nt, int kk) const {
+    const int lane = threadIdx.x & 31;
+    return *reinterpret_cast<const uint2*>(ks + (nt * 8 + (lane >> 2)) * Smem<HD>::kKStride + (lane & 3) * 4 + kk * 16);
   }
-  __device__ __forceinline__ uint2 words(const T* r, int kk) const {
-    return *reinterpret_cast<const uint2*>(r + kk * 16);
+};
+// The tile kernel's sources, from the cache. rows[nt]: this thread's key row at dim 4·tig, or null
+// past the part (zeros, as the smem tile's fill). KFromGlobal reads each word where the MMA uses it;
+// KInRegs loads all of them first (8·HD/16 words: HD <= 128), so all the tile's K bytes are in
+// flight at once instead of as the MMAs reach them.
+template <typename T, int HD>
+struct KFromGlobal {
+  const T* rows[8];
+  __device__ __forceinline__ uint2 at(int nt, int kk) const {
+    return rows[nt] ? *reinterpret_cast<const uint2*>(rows[nt] + kk * 16) : make_uint2(0u, 0u);
   }
 };
 template <typename T, int HD>
-struct KFromGlobal {
-  const T* rows[8];  // per nt: this thread's key row at dim 4·tig, or null past the part (zeros)
-  __device__ __forceinline__ const T* row(int nt) const { return rows[nt]; }
-  __device__ __forceinline__ uint2 words(const T* r, int kk) const {
-    return r ? *reinterpret_cast<const uint2*>(r + kk * 16) : make_uint2(0u, 0u);  // zeros, as the smem tile's fill
+struct KInRegs {
+  uint2 w[8][HD / 16];
+  __device__ __forceinline__ explicit KInRegs(const KFromGlobal<T, HD>& g) {
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk) w[nt][kk] = g.at(nt, kk);
   }
+  __device__ __forceinline__ uint2 at(int nt, int kk) const { return w[nt][kk]; }
 };
 struct NothingBeforePV {
   __device__ __forceinline__ void operator()() const {}
@@ -142,10 +195,9 @@ __device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], c
   for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
     for (int c = 0; c < 4; ++c) s[nt][c] = 0.0f;
-    const T* krow = kf.row(nt);
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
-      const uint2 b = kf.words(krow, kk);
+      const uint2 b = kf.at(nt, kk);
       mma16816<T>(s[nt], qa[kk], b.x, b.y);
     }
   }
@@ -358,11 +410,18 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
 // its copy overlapping Q·K^T. Same arithmetic as the per-part kernel on a one-tile part: the tile
 // from m = -inf, then l = 0·0 + sum and acc = 0·0 + P·V (what its running update gives from
 // l = 0, acc = 0, alpha = 0), with the same words of K and V in the same MMAs.
-template <typename T, int HD>
-__global__ void __launch_bounds__(32) attention_tile_kernel(AttnArgs a, int item_offset) {
+// The kernel is latency-bound (a warp's setup, loads and softmax in sequence, 12 warps per SM), so
+// its instruction count is its time: each lane copies whole V rows with one bulk copy each (2 per
+// lane instead of 32 16-byte copies, each with its block lookup), completing on an mbarrier.
+// KPRE: K's words are loaded into registers before the first MMA (KInRegs; head_dim <= 128, as
+// 256 would need 256 registers for them), else as the MMAs use them. The launch bound keeps 12
+// warps per SM, what shared memory allows (KPRE at head_dim 128: 168 registers, 48 bytes spilled).
+template <typename T, int HD, bool KPRE>
+__global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(AttnArgs a, int item_offset) {
   pdl_begin();  // before any memory access or return (common.cuh)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* vs = reinterpret_cast<T*>(smem_raw);
+  uint64_t* vbar = reinterpret_cast<uint64_t*>(smem_raw + Smem<HD>::kVElems * sizeof(T));
   const AttnItem item = a.items[item_offset + blockIdx.x];
   if (item.count == 0) return;  // graph padding
   const int kvh = blockIdx.y;
@@ -374,31 +433,33 @@ __global__ void __launch_bounds__(32) attention_tile_kernel(AttnArgs a, int item
   for (int i = 0; i < item.count; ++i) maxpos = max(maxpos, a.positions[item.first + i]);
   const int p0 = item.part * kTile;
   const int p1 = min(p0 + kTile, maxpos + 1);
-  // The tile's block ids (as load_tile), for V's copy and K's rows.
-  const int bs = a.block_size;
-  const TileBlocks blocks(bt, p0, p1, bs);
-  constexpr int kChunks = HD / 8;
-#pragma unroll 4
-  for (int idx = lane; idx < kTile * kChunks; idx += 32) {
-    const int key = idx / kChunks, c = idx % kChunks;
-    const int pos = p0 + key;
-    const int blk = blocks.of(pos);
-    T* vd = vs + key * Smem<HD>::kVStride + c * 8;
-    if (pos < p1) {
-      const int64_t slot = int64_t(blk) * bs + pos % bs;
-      cp_async16(vd, vc + (slot * a.kv_heads + kvh) * HD + c * 8);
-    } else {
-      *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
-    }
-  }
-  cp_async_commit();
-  KFromGlobal<T, HD> kf;
+  // The tile's block ids (as load_tile), for K's rows and V's copy.
+  const TileBlocks blocks(bt, p0, p1, a.block_size);
+  KFromGlobal<T, HD> kg;
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
     const int pos = p0 + nt * 8 + gid;
-    const int blk = blocks.of(pos);
-    const int64_t slot = int64_t(blk) * bs + pos % bs;
-    kf.rows[nt] = pos < p1 ? kc + (slot * a.kv_heads + kvh) * HD + tig * 4 : nullptr;
+    const int64_t slot = blocks.slot(pos);
+    kg.rows[nt] = pos < p1 ? kc + (slot * a.kv_heads + kvh) * HD + tig * 4 : nullptr;
+  }
+  using KSrc = typename std::conditional<KPRE && HD <= 128, KInRegs<T, HD>, KFromGlobal<T, HD>>::type;
+  const KSrc kf(kg);
+  // V: keys lane and lane + 32, one bulk copy of a whole row each; rows past the part are zeros.
+  constexpr uint32_t kRowBytes = HD * sizeof(T);
+  if (lane == 0) mbar_init(vbar, 1);
+  __syncwarp();  // the barrier is initialized before any copy completes on it
+  if (lane == 0) mbar_arrive_expect_tx(vbar, uint32_t(max(p1 - p0, 0)) * kRowBytes);
+#pragma unroll
+  for (int r = 0; r < kTile; r += 32) {
+    const int key = r + lane, pos = p0 + key;
+    const int64_t slot = blocks.slot(pos);
+    T* vd = vs + key * Smem<HD>::kVStride;
+    if (pos < p1) {
+      bulk_copy_to_smem(vd, vc + (slot * a.kv_heads + kvh) * HD, kRowBytes, vbar);
+    } else {
+#pragma unroll
+      for (int c = 0; c < HD / 8; ++c) reinterpret_cast<uint4*>(vd)[c] = make_uint4(0, 0, 0, 0);
+    }
   }
   int pos[2], token[2], head[2];
   bool valid[2];
@@ -410,13 +471,14 @@ __global__ void __launch_bounds__(32) attention_tile_kernel(AttnArgs a, int item
   float mn[2], sum[2], o[HD / 8][4];
   bool active[2] = {false, false};
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
+  // Every path waits for the copies: the CTA must not exit with bulk copies into its smem in flight.
   if (p1 > p0) {
-    tile_compute<T, HD>(qa, kf, vs, p0, pos, valid, fresh, a.scale, mn, sum, active, o, [] {
-      cp_async_wait<0>();
-      __syncwarp();  // every lane's V copies are visible to the whole warp
+    tile_compute<T, HD>(qa, kf, vs, p0, pos, valid, fresh, a.scale, mn, sum, active, o, [vbar] {
+      mbar_wait_phase0(vbar);
+      __syncwarp();  // the zero rows other lanes stored are visible too
     });
   } else {
-    cp_async_wait<0>();
+    mbar_wait_phase0(vbar);
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -434,6 +496,8 @@ __global__ void __launch_bounds__(32) attention_tile_kernel(AttnArgs a, int item
   }
   store_part<T, HD>(a, item, token, head, pos, valid, p0, m, l, o);
 }
+template <typename T, int HD>
+size_t tile_kernel_smem() { return Smem<HD>::kVElems * sizeof(T) + sizeof(uint64_t); }  // V tile, then its barrier
 
 // Whole-row items (contract, parts of one tile): every tile of the rows, each tile's state
 // (m_t, 0 + sum, 0 + P·V: the per-part kernel's arithmetic for a one-tile part) folded in order.
@@ -598,15 +662,17 @@ void prepare_hd() {
 // Warps of the per-part kernel for items of <= 16 rows: 0 = by CTA count, 1 or 4 = forced (tests).
 std::atomic<int> g_small_warps{0};
 // Whether one-warp items of one-tile parts run attention_tile_kernel (K from the cache into
-// registers) instead of the one-warp per-part kernel: -1 = VERBATIM_ATTN_TILE_KERNEL (default on),
-// 0 / 1 = set by set_attention_tile_kernel (tests). Same bits either way.
+// registers) instead of the one-warp per-part kernel: -1 = VERBATIM_ATTN_TILE_KERNEL (default 1),
+// 0 = the per-part kernel, 1 = the tile kernel with K loaded before its MMAs, 2 = the tile kernel
+// with K read as used (set_attention_tile_kernel for tests). Same bits every way.
 std::atomic<int> g_tile_kernel{-1};
-bool tile_kernel_on() {
+int tile_kernel_mode() {
   const int v = g_tile_kernel.load(std::memory_order_relaxed);
-  if (v >= 0) return v == 1;
-  static const bool env = [] {
+  if (v >= 0) return v;
+  static const int env = [] {
     const char* e = std::getenv("VERBATIM_ATTN_TILE_KERNEL");
-    return !(e && std::string(e) == "0");
+    const std::string s = e ? e : "";
+    return s == "0" ? 0 : s == "2" ? 2 : 1;
   }();
   return env;
 }
@@ -640,9 +706,10 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
     if (four)
       pdl_launch(attention_part_kernel<T, HD, 4>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(kThreads),
                  stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
-    else if (a.part_tokens == kTile && tile_kernel_on())
-      pdl_launch(attention_tile_kernel<T, HD>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32),
-                 Smem<HD>::kVElems * sizeof(T), stream, a, g.small_begin);
+    else if (a.part_tokens == kTile && tile_kernel_mode() != 0)
+      pdl_launch(tile_kernel_mode() == 2 ? attention_tile_kernel<T, HD, false> : attention_tile_kernel<T, HD, true>,
+                 dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32), tile_kernel_smem<T, HD>(), stream, a,
+                 g.small_begin);
     else
       pdl_launch(attention_part_kernel<T, HD, 1>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32),
                  stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
@@ -779,7 +846,10 @@ void attention_prepare() {
   done.fetch_or(bit, std::memory_order_acq_rel);
 }
 
-void set_attention_tile_kernel(int mode) { g_tile_kernel.store(mode < 0 ? -1 : (mode ? 1 : 0), std::memory_order_relaxed); }
+void set_attention_tile_kernel(int mode) {
+  if (mode < -1 || mode > 2) throw Error("cuda attention: tile kernel mode must be -1, 0, 1 or 2");
+  g_tile_kernel.store(mode, std::memory_order_relaxed);
+}
 
 void set_attention_small_item_warps(int warps) {
   if (warps != 0 && warps != 1 && warps != 4) throw Error("cuda attention: small-item warps must be 0, 1 or 4");

@@ -193,9 +193,10 @@ void attention_prepare();  // sets the kernels' shared-memory limits (once, befo
 // Which per-part kernel runs items of <= 16 rows: 0 (default) picks by CTA count, 1 or 4 forces
 // the one- or four-warp kernel (same bits either way; tests compare them).
 void set_attention_small_item_warps(int warps);
-// One-warp items of one-tile parts: 1 the tile kernel (K straight from the cache, V alone in
-// shared memory), 0 the one-warp per-part kernel, -1 VERBATIM_ATTN_TILE_KERNEL (default 1).
-// Same bits either way (cuda_ops_test AttentionMergeOfManyPartsIsTheFold runs both).
+// One-warp items of one-tile parts: 1 the tile kernel (K straight from the cache into registers
+// before its MMAs, V alone in shared memory), 2 the same with K read as the MMAs use it, 0 the
+// one-warp per-part kernel, -1 VERBATIM_ATTN_TILE_KERNEL (default 1). Same bits every way
+// (cuda_ops_test AttentionMergeOfManyPartsIsTheFold runs each).
 void set_attention_tile_kernel(int mode);
 int attention_query_tile(int heads_per_kv);  // query tokens per work item (rows = tokens * group <= 64)
 size_t attention_state_floats(int head_dim);  // floats per (token, part, head) state
