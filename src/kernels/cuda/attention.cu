@@ -204,6 +204,15 @@ __device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], c
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     active[h] = valid[h] && t0 <= pos[h];  // a row skips tiles past its own position
+    if (!__any_sync(0xffffffffu, active[h])) {
+      // No lane's row gid + 8h is active (a decode item has rows = the kv group, < 8 on Qwen3):
+      // what the code below gives such rows (p = 0, sum = +0, mn = m_in), without its exps.
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) s[nt][2 * h] = s[nt][2 * h + 1] = 0.0f;
+      mn[h] = m_in[h];
+      sum[h] = 0.0f;
+      continue;
+    }
     float mt = kNegInf;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
@@ -339,9 +348,9 @@ __device__ __forceinline__ void store_part(const AttnArgs& a, const AttnItem& it
 // finished here, a multi-part row's state goes to attention_merge.
 template <typename T, int HD, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, int item_offset) {
-  pdl_begin();  // before any memory access or return (common.cuh)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);
+  // Step inputs first (read_step_inputs_before_pdl in common.cuh): they overlap the kernel before.
   const AttnItem item = a.items[item_offset + blockIdx.x];
   if (item.count == 0) return;  // graph padding (uniform over the CTA: before any barrier)
   const int kvh = blockIdx.y;
@@ -357,6 +366,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
   int pos[2], token[2], head[2];
   bool valid[2];
   row_setup<HD>(a, item, kvh, pos, token, head, valid);
+  pdl_begin();  // q, K and V are written by the kernels before this one
   const bool warp_active = warp * 16 < R;
   uint32_t qa[HD / 16][4];
   load_q<T, HD>(a, token, head, valid, qa);
@@ -418,10 +428,10 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
 // warps per SM, what shared memory allows (KPRE at head_dim 128: 168 registers, 48 bytes spilled).
 template <typename T, int HD, bool KPRE>
 __global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(AttnArgs a, int item_offset) {
-  pdl_begin();  // before any memory access or return (common.cuh)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* vs = reinterpret_cast<T*>(smem_raw);
   uint64_t* vbar = reinterpret_cast<uint64_t*>(smem_raw + Smem<HD>::kVElems * sizeof(T));
+  // Step inputs first (read_step_inputs_before_pdl in common.cuh): they overlap the kernel before.
   const AttnItem item = a.items[item_offset + blockIdx.x];
   if (item.count == 0) return;  // graph padding
   const int kvh = blockIdx.y;
@@ -435,6 +445,10 @@ __global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(
   const int p1 = min(p0 + kTile, maxpos + 1);
   // The tile's block ids (as load_tile), for K's rows and V's copy.
   const TileBlocks blocks(bt, p0, p1, a.block_size);
+  int pos[2], token[2], head[2];
+  bool valid[2];
+  row_setup<HD>(a, item, kvh, pos, token, head, valid);
+  pdl_begin();  // q, K and V are written by the kernels before this one
   KFromGlobal<T, HD> kg;
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
@@ -461,9 +475,6 @@ __global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(
       for (int c = 0; c < HD / 8; ++c) reinterpret_cast<uint4*>(vd)[c] = make_uint4(0, 0, 0, 0);
     }
   }
-  int pos[2], token[2], head[2];
-  bool valid[2];
-  row_setup<HD>(a, item, kvh, pos, token, head, valid);
   uint32_t qa[HD / 16][4];
   load_q<T, HD>(a, token, head, valid, qa);
 
