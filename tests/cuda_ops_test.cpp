@@ -371,18 +371,25 @@ TEST_P(CudaOps, SiluMulAddAndEmbeddingAreTheCpuReferenceBitForBit) {
 // ---- Fused glue: the same bits as the unfused kernels.
 
 TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
-  const int T = 19, H = 1024, nh = 4, nkv = 2, hd = 128, nqkv = (nh + 2 * nkv) * hd, I = 768;
+  const int T = 19, H = 1024, I = 768;
   DevBuf ws(size_t(64) << 20);
-  Values x = random_values(size_t(T) * H, t(), 1.0f, 31), wq = random_values(size_t(nqkv) * H, t(), 0.05f, 32),
-         qn = random_values(hd, t(), 1.0f, 33), kn = random_values(hd, t(), 1.0f, 34);
+  Values x = random_values(size_t(T) * H, t(), 1.0f, 31);
+  DevBuf dx = to_device(x.raw);
+  // head_dim 128 (Qwen3), 64 and 256: qkv_post keeps each lane's norm weights and RoPE entries
+  // in registers sized for 256.
+  for (int hd : {128, 64, 256}) {
+  SCOPED_TRACE("head_dim " + std::to_string(hd));
+  const int nh = 4, nkv = 2, nqkv = (nh + 2 * nkv) * hd;
+  Values wq = random_values(size_t(nqkv) * H, t(), 0.05f, 32), qn = random_values(hd, t(), 1.0f, 33),
+         kn = random_values(hd, t(), 1.0f, 34);
   std::vector<int32_t> pos(T), slots(T);
   for (int i = 0; i < T; ++i) {
     pos[size_t(i)] = 100 + 37 * i;
     slots[size_t(i)] = 3 * i + 1;
   }
   const std::vector<float> table = cuda::rope_table(2048, hd, 1e6);
-  DevBuf dx = to_device(x.raw), dw = to_device(wq.raw), dqn = to_device(qn.f), dkn = to_device(kn.f),
-         dpos = to_device(pos), dslot = to_device(slots), dtab = to_device(table);
+  DevBuf dw = to_device(wq.raw), dqn = to_device(qn.f), dkn = to_device(kn.f), dpos = to_device(pos),
+         dslot = to_device(slots), dtab = to_device(table);
   const size_t cache = size_t(3 * T + 2) * nkv * hd;
   const int split = cuda::gemm_split_for(nqkv, H);
   ASSERT_GT(split, 1);
@@ -424,6 +431,7 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
     ASSERT_TRUE(std::equal(a1.begin() + r * nqkv, a1.begin() + r * nqkv + nh * hd, a2.begin() + r * nqkv)) << "q row " << r;
   EXPECT_EQ(to_host<uint16_t>(kc1, cache), to_host<uint16_t>(kc2, cache));
   EXPECT_EQ(to_host<uint16_t>(vc1, cache), to_host<uint16_t>(vc2, cache));
+  }
 
   // add + RMSNorm from partials, and SiLU·mul from partials.
   Values hres = random_values(size_t(T) * H, t(), 2.0f, 35), nw = random_values(H, t(), 1.0f, 36),

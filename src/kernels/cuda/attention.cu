@@ -597,17 +597,19 @@ __global__ void __launch_bounds__(kThreads) attention_fold_kernel(AttnArgs a, in
 template <typename T, int HD>
 __global__ void merge_kernel(AttnArgs a, const int32_t* __restrict__ tokens, const int32_t* __restrict__ num_parts,
                              int count) {
-  pdl_begin();  // before any memory access or return (common.cuh)
   constexpr int kMergeAhead = HD >= 256 ? 8 : 16;
   const int w = blockIdx.x * 4 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (w >= count * a.heads) return;
   const int i = w / a.heads, head = w % a.heads;
+  // Step inputs before the wait (read_step_inputs_before_pdl, common.cuh); the states after it.
   const int token = tokens[i];
   const int parts = num_parts[i];
   if (parts <= 1) return;  // graph padding / single-part tokens: finished by the attention kernel
+  const int base = a.state_base[token];
+  pdl_begin();  // the states are written by the attention kernel before this one
   constexpr int kPer = (HD + 31) / 32;
-  const float* st = a.states + (int64_t(a.state_base[token]) * a.heads + head) * (HD + 4);
+  const float* st = a.states + (int64_t(base) * a.heads + head) * (HD + 4);
   const int64_t stride = int64_t(a.heads) * (HD + 4);
   float m = st[0], l = st[1];
   float acc[kPer];

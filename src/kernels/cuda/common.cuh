@@ -94,10 +94,11 @@ inline int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 // kernel's CTAs be scheduled once every CTA of this one has started. Both are no-ops without a
 // programmatic dependency (VERBATIM_PDL=0, or the legacy default stream the op tests use: plain
 // launches; the backend's own stream gets them).
-// read_step_inputs_before_pdl: the one exception. A step's token ids, positions, block tables and
-// attention items reach the device by a host copy ordered before the step's first kernel, and no
-// kernel writes them, so a kernel may read them (and return on them) before pdl_begin(); the
-// attention kernels do, so their address setup overlaps the kernel before. Nothing else may.
+// read_step_inputs_before_pdl: the one exception. A step's inputs (token ids, positions, slots,
+// block tables, attention items and merge lists) reach the device by a host copy ordered before
+// the step's first kernel, and the weights and the RoPE table at load; no kernel writes either.
+// So a kernel may read those (and return on them) before pdl_begin(): the attention, merge and
+// qkv_post kernels do, so their address setup overlaps the kernel before. Nothing else may.
 __device__ __forceinline__ void pdl_begin() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");

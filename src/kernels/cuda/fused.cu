@@ -56,9 +56,9 @@ bool gemm_vec4_ok(const GemmResult& g) {
 
 constexpr int kWarps = 2;  // (token, head) warps per qkv_post block: more blocks in flight at decode
 
+constexpr int kMaxHeadDim = 256;
 template <typename T>
 __global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
-  pdl_begin();  // before any memory access or return (common.cuh)
   extern __shared__ __align__(16) float rows_smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int heads_all = p.nh + 2 * p.nkv;
@@ -67,6 +67,23 @@ __global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
   const int64_t t = w / heads_all;
   const int hh = int(w % heads_all);
   const int hd = p.hd, half = hd / 2;
+  const bool is_q = hh < p.nh, is_v = hh >= p.nh + p.nkv;
+  // Before the wait (read_step_inputs_before_pdl, common.cuh): the token's slot and position, and
+  // the norm weights and RoPE table entries this lane uses, so only the GEMM output is waited for.
+  const int64_t slot_off = int64_t(p.slots[t]) * p.nkv * hd;
+  float wv[kMaxHeadDim / 32], cv[kMaxHeadDim / 64], sv[kMaxHeadDim / 64];
+  if (!is_v) {
+    const float* wn = is_q ? p.q_norm : p.k_norm;
+    const float* cs = p.cos_sin + int64_t(p.positions[t]) * hd;
+#pragma unroll
+    for (int j = 0; j < kMaxHeadDim / 32; ++j) wv[j] = lane + 32 * j < hd ? wn[lane + 32 * j] : 0.0f;
+#pragma unroll
+    for (int j = 0; j < kMaxHeadDim / 64; ++j) {
+      cv[j] = lane + 32 * j < half ? cs[lane + 32 * j] : 0.0f;
+      sv[j] = lane + 32 * j < half ? cs[half + lane + 32 * j] : 0.0f;
+    }
+  }
+  pdl_begin();  // the GEMM output is written by the kernel before this one
   float* row = rows_smem + warp * hd;
   if (vec) {
     for (int k = 4 * lane; k < hd; k += 128)
@@ -75,8 +92,7 @@ __global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
     for (int k = lane; k < hd; k += 32) row[k] = gemm_value<T>(p.in, t, int64_t(hh) * hd + k);
   }
   __syncwarp();  // lanes below read columns other lanes staged
-  const int64_t slot_off = int64_t(p.slots[t]) * p.nkv * hd;
-  if (hh >= p.nh + p.nkv) {  // v: straight to the cache
+  if (is_v) {  // v: straight to the cache
     T* vc = static_cast<T*>(p.v_cache) + slot_off + int64_t(hh - p.nh - p.nkv) * hd;
     for (int k = lane; k < hd; k += 32) vc[k] = from_f<T>(row[k]);
     return;
@@ -88,17 +104,21 @@ __global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
   for (int o = 8; o >= 1; o >>= 1) s = fadd(s, __shfl_down_sync(0xffffffffu, s, o));
   s = __shfl_sync(0xffffffffu, s, 0);
   const float inv = fdiv(1.0f, __fsqrt_rn(fadd(fdiv(s, float(hd)), p.eps)));
-  const bool is_q = hh < p.nh;
-  const float* wn = is_q ? p.q_norm : p.k_norm;
   __syncwarp();
-  for (int k = lane; k < hd; k += 32) row[k] = round_as<T>(fmul(wn[k], round_as<T>(fmul(row[k], inv))));
+#pragma unroll
+  for (int j = 0; j < kMaxHeadDim / 32; ++j) {
+    const int k = lane + 32 * j;
+    if (k < hd) row[k] = round_as<T>(fmul(wv[j], round_as<T>(fmul(row[k], inv))));
+  }
   __syncwarp();
   // RoPE: rope.cu's formula and rounding.
-  const float* cs = p.cos_sin + int64_t(p.positions[t]) * hd;
   T* dst = is_q ? static_cast<T*>(p.qkv) + t * (int64_t(heads_all) * hd) + int64_t(hh) * hd
                 : static_cast<T*>(p.k_cache) + slot_off + int64_t(hh - p.nh) * hd;
-  for (int i = lane; i < half; i += 32) {
-    const float c = cs[i], sn = cs[half + i];
+#pragma unroll
+  for (int j = 0; j < kMaxHeadDim / 64; ++j) {
+    const int i = lane + 32 * j;
+    if (i >= half) break;
+    const float c = cv[j], sn = sv[j];
     const float a = row[i], b = row[i + half];
     dst[i] = from_f<T>(fadd(fmul(a, c), fmul(-b, sn)));
     dst[i + half] = from_f<T>(fadd(fmul(b, c), fmul(a, sn)));
@@ -192,6 +212,7 @@ GemmResult gemm_for_consumer(const void* x, int M, int K, const void* W, int N, 
 
 void qkv_post(const QkvPost& p, int T, DType t, cudaStream_t stream) {
   if (T <= 0) return;
+  if (p.hd > kMaxHeadDim || p.hd % 2) throw Error("cuda qkv_post: head_dim " + std::to_string(p.hd) + " is odd or over 256");
   const int64_t warps = int64_t(T) * (p.nh + 2 * p.nkv);
   const int blocks = ceil_div(warps, kWarps);
   const size_t smem = size_t(kWarps) * p.hd * sizeof(float);
