@@ -19,6 +19,7 @@
 #include "engine/sampler.h"
 #include "kernels/cuda/cuda_tp_backend.h"
 #include "kernels/cuda/fused.h"
+#include "kernels/cuda/graph_plan.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/nccl_comm.h"
 #include "kernels/cuda/tp_plan.h"
@@ -814,14 +815,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
   const bool fold = !opt.fast && fold_min > 0 && B >= fold_min;
   int parts = 1;
   for (int32_t p : b.positions) parts = std::max(parts, p / part + 1);
-  // The graph's parts per row: the next of 1, 2, 3, 4, 6, 8, 12, 16, 24... (2^k and 3·2^(k-1)), so
-  // empty items are at most a third of the attention grid, not a half as with powers of two
-  // alone (1k context: 17 parts run 24 items a row, not 32), for twice the graphs over a context.
-  int parts_cap = 1;
-  while (parts_cap < parts) {
-    const bool pow2 = (parts_cap & (parts_cap - 1)) == 0;
-    parts_cap = parts_cap == 1 ? 2 : pow2 ? parts_cap / 2 * 3 : parts_cap / 3 * 4;
-  }
+  const int parts_cap = cuda::graph_parts_cap(parts);
   if (parts_cap > kGraphMaxParts) return false;
   const size_t state_floats = cuda::attention_state_floats(c.head_dim) * size_t(nh_l);
   if (size_t(bucket) * size_t(parts_cap) * state_floats * sizeof(float) > ws_bytes) return false;
