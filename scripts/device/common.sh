@@ -83,6 +83,18 @@ eb() {
   say "eb $tag rc=$? $*: $(grep -E 'decode|prefill [0-9]' $OUT/eb_$tag.log | sed -E 's/.*batch +([0-9]+): median +([0-9.]+) ms.*/b\1 \2/; s/prefill 2048 tokens: median ([0-9.]+) ms, ([0-9.]+) TFLOP.*/prefill \1 ms \2 TF/' | tr '\n' ' ')"
   grep memory $OUT/eb_$tag.log | tee -a $LOG
 }
+# ab_eb OLD_BIN OLD_NAME TAG DIR ROUNDS [VAR=value...]: engine-bench contract of OLD_BIN (the
+# binary before a change, carried beside $VB) and of $VB, alternated ROUNDS times on DIR in one
+# call: eb_TAG_OLD_NAME[_rN] and eb_TAG_new[_rN] (the _rN suffix only when ROUNDS > 1).
+ab_eb() {
+  local old=$1 oname=$2 tag=$3 dir=$4 rounds=$5 new=$VB r sfx
+  shift 5
+  for r in $(seq "$rounds"); do
+    sfx=$([ "$rounds" -gt 1 ] && echo "_r$r")
+    VB=$old eb ${tag}_${oname}$sfx $dir contract "$@"
+    VB=$new eb ${tag}_new$sfx $dir contract "$@"
+  done
+}
 # ncu_steps TAG DIR BATCH: per-kernel durations of two decode steps over the zeroed cache.
 ncu_steps() {
   timeout 100 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \

@@ -14,13 +14,8 @@ mk qwen3-0.6b $W/m06 0.02
 mk qwen3-8b $W/m8 0.02 &
 run_test cuda_ops_test 100
 inv_of_record $W/m06
-NEW=$VB
 wait_for $W/m8 100
 export EB_PREFILL=0 EB_STEPS=24
-for round in 1 2; do
-  VB=$VB_BIN/verbatim_prev eb 8_prev_r$round $W/m8 contract
-  VB=$NEW eb 8_new_r$round $W/m8 contract
-done
-VB=$VB_BIN/verbatim_prev eb 06_prev $W/m06 contract
-VB=$NEW eb 06_new $W/m06 contract
+ab_eb $VB_BIN/verbatim_prev prev 8 $W/m8 2
+ab_eb $VB_BIN/verbatim_prev prev 06 $W/m06 1
 call_finish

@@ -16,14 +16,8 @@ mk qwen3-0.6b $W/m06 0.02
 ( mk qwen3-8b $W/m8 0.02; mk qwen3-8b $W/m8r 0.005 ) &
 run_test cuda_ops_test 120
 inv_of_record $W/m06
-NEW=$VB
 wait_for $W/m8 150
-for round in 1 2; do
-  VB=$VB_BIN/verbatim_s6 eb 8_s6_r$round $W/m8 contract
-  VB=$NEW eb 8_new_r$round $W/m8 contract
-done
-VB=$VB_BIN/verbatim_s6 eb 06_s6 $W/m06 contract
-VB=$NEW eb 06_new $W/m06 contract
-VB=$NEW
+ab_eb $VB_BIN/verbatim_s6 s6 8 $W/m8 2
+ab_eb $VB_BIN/verbatim_s6 s6 06 $W/m06 1
 wait_for $W/m8r 60 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=9ceba3474cbf6abf
 call_finish

@@ -425,7 +425,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
 // lane instead of 32 16-byte copies, each with its block lookup), completing on an mbarrier.
 // KPRE: K's words are loaded into registers before the first MMA (KInRegs; head_dim <= 128, as
 // 256 would need 256 registers for them), else as the MMAs use them. The launch bound keeps 12
-// warps per SM, what shared memory allows (KPRE at head_dim 128: 168 registers, 48 bytes spilled).
+// warps per SM, what shared memory allows (KPRE at head_dim 128: 168 registers, 40 bytes spilled).
 template <typename T, int HD, bool KPRE>
 __global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(AttnArgs a, int item_offset) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -716,11 +716,12 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
     const int ctas = (g.small_end - g.small_begin) * a.kv_heads;
     const int forced = g_small_warps.load(std::memory_order_relaxed);
     const bool four = forced == 4 || (forced == 0 && (a.part_tokens > kTile || ctas <= 2 * sm_count()));
+    const int tile_mode = tile_kernel_mode();
     if (four)
       pdl_launch(attention_part_kernel<T, HD, 4>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(kThreads),
                  stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
-    else if (a.part_tokens == kTile && tile_kernel_mode() != 0)
-      pdl_launch(tile_kernel_mode() == 2 ? attention_tile_kernel<T, HD, false> : attention_tile_kernel<T, HD, true>,
+    else if (a.part_tokens == kTile && tile_mode != 0)
+      pdl_launch(tile_mode == 2 ? attention_tile_kernel<T, HD, false> : attention_tile_kernel<T, HD, true>,
                  dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32), tile_kernel_smem<T, HD>(), stream, a,
                  g.small_begin);
     else
