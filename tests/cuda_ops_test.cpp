@@ -457,6 +457,37 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
   const cuda::GemmResult rg = cuda::gemm_for_consumer(dx.p, T, H, dwgu.p, 2 * I, t(), sg, g2.p, ws.as<float>(), ws.bytes, nullptr);
   cuda::silu_mul_from(rg, T, I, t(), m2.p, nullptr);
   EXPECT_EQ(to_host<uint16_t>(m1, size_t(T) * I), to_host<uint16_t>(m2, size_t(T) * I));
+
+  // SiLU·mul in the GEMM's epilogue (unsplit W, 1..32 rows): the bits of gemm() then silu_mul()
+  // for each row tile (16 / 32 rows) and its edges, both v1 unroll depths at <= 16 rows.
+  ASSERT_TRUE(cuda::gemm_silu_mul_ok(1, H, I, 1));
+  EXPECT_FALSE(cuda::gemm_silu_mul_ok(1, H, I, 2));
+  EXPECT_FALSE(cuda::gemm_silu_mul_ok(33, H, I, 1));
+  EXPECT_FALSE(cuda::gemm_silu_mul_ok(1, H, I + 8, 1));
+  const int Mmax = 32;
+  Values xs = random_values(size_t(Mmax) * H, t(), 1.0f, 40);
+  DevBuf dxs = to_device(xs.raw), gs(size_t(Mmax) * 2 * I * 2), ms1(size_t(Mmax) * I * 2), ms2(size_t(Mmax) * I * 2);
+  for (int unroll : {4, 8})
+    for (int M : {1, 5, 16, 17, 32}) {
+      if (unroll == 8 && M > 16) continue;
+      cuda::GemmTuning tun = cuda::gemm_tuning();
+      tun.v1_unroll16 = unroll;
+      const ScopedGemmTuning scoped(tun);
+      cuda::GemmOut gso;
+      gso.y = gs.p;
+      cuda::gemm(dxs.p, M, H, H, dwgu.p, 2 * I, t(), 1, gso, ws.as<float>(), ws.bytes, nullptr);
+      cuda::silu_mul(gs.p, gs.as<uint16_t>() + I, 2 * I, M, I, t(), ms1.p, nullptr);
+      VB_CUDA(cudaMemset(ms2.p, 0xff, ms2.bytes));
+      cuda::gemm_silu_mul(dxs.p, M, H, dwgu.p, I, t(), ms2.p, nullptr);
+      const auto want = to_host<uint16_t>(ms1, size_t(M) * I), got = to_host<uint16_t>(ms2, size_t(Mmax) * I);
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << "M " << M << ", unroll " << unroll;
+      // Rows past M are never written.
+      EXPECT_TRUE(std::all_of(got.begin() + long(size_t(M) * I), got.end(), [](uint16_t v) { return v == 0xffff; }))
+          << "M " << M;
+    }
+  // Control: another x gives other outputs.
+  cuda::gemm_silu_mul(dx.p, 1, H, dwgu.p, I, t(), ms2.p, nullptr);
+  EXPECT_NE(to_host<uint16_t>(ms1, size_t(I)), to_host<uint16_t>(ms2, size_t(I)));
 }
 
 // ---- Block-per-row norms and the partial consumers (the decode glue): the reference's bits for
@@ -633,8 +664,10 @@ struct AttnFixture {
   // contract's layout: parts of one tile, query tiles of more than 16 rows folded in one CTA.
   // fold_rows: every token is its own whole-row item (attention_fold_kernel), as the graph's
   // decode step lays them out with VERBATIM_DECODE_FOLD_MIN_BATCH.
+  // fused_merge: the merge runs in the attention kernels (AttnArgs::merge_counters); the counters
+  // must be back at zero afterwards (the next layer reuses them).
   std::map<Key, std::vector<uint16_t>> gpu(const std::vector<Key>& batch, int part_tokens = 64,
-                                           bool fold_rows = false) const {
+                                           bool fold_rows = false, bool fused_merge = false) const {
     const int T = int(batch.size());
     std::vector<int32_t> pos(T), seq(T), bt_flat, bt_off(lens.size());
     for (size_t s = 0; s < lens.size(); ++s) {
@@ -665,7 +698,8 @@ struct AttnFixture {
     std::memcpy(items_raw.data(), plan.items.data(), items_raw.size() * 4);
     DevBuf dq = to_device(qh), dpos = to_device(pos), dbt = to_device(bt_flat), dsb = to_device(plan.state_base),
            dit = to_device(items_raw), dmt = to_device(plan.merge_tokens), dmp = to_device(plan.merge_parts),
-           dout(size_t(T) * heads * hd * 2), dws(ws_floats * 4);
+           dout(size_t(T) * heads * hd * 2), dws(ws_floats * 4),
+           dcnt = to_device(std::vector<int32_t>(size_t(T) * kv_heads, 0));
     for (const cuda::AttnLaunch& g : plan.launches) {
       cuda::AttnArgs a;
       a.q = dq.p;
@@ -677,6 +711,7 @@ struct AttnFixture {
       a.block_tables = dbt.as<int32_t>();
       a.state_base = dsb.as<int32_t>();
       a.items = reinterpret_cast<const cuda::AttnItem*>(dit.as<int32_t>());
+      a.merge_counters = fused_merge ? dcnt.as<int32_t>() : nullptr;
       a.heads = heads;
       a.kv_heads = kv_heads;
       a.head_dim = hd;
@@ -688,6 +723,8 @@ struct AttnFixture {
                             g.merge_end - g.merge_begin, t, nullptr);
     }
     const std::vector<uint16_t> out = to_host<uint16_t>(dout, size_t(T) * heads * hd);
+    const std::vector<int32_t> counters = to_host<int32_t>(dcnt, size_t(T) * kv_heads);
+    for (int32_t c : counters) EXPECT_EQ(c, 0) << "a merge counter was left non-zero";
     std::map<Key, std::vector<uint16_t>> res;
     for (int i = 0; i < T; ++i)
       res[batch[size_t(i)]] = std::vector<uint16_t>(out.begin() + long(size_t(i) * heads * hd),
@@ -762,6 +799,16 @@ TEST_P(CudaOps, AttentionRowBitsIndependentOfBatchAndChunking) {
   // per-tile states) change bits of rows past the first tile, so the comparisons above are
   // sensitive to the reduction structure they claim to hold fixed.
   const auto other = f.gpu(all_tokens(f), 128);
+  // The merge fused into the attention kernels, on items of several tokens (chunks of 37 with
+  // 2-tile parts: four-warp CTAs of up to 64 rows, not folded in the CTA) and on decode rows:
+  // the merge kernel's bits.
+  for (int p0 = 0; p0 < 700; p0 += 111) {
+    std::vector<AttnFixture::Key> b;
+    for (int p = p0; p < std::min(700, p0 + 37); ++p) b.emplace_back(0, p);
+    b.emplace_back(1, p0 % 300);
+    for (const auto& [k, v] : f.gpu(b, 128, false, true))
+      ASSERT_EQ(v, other.at(k)) << "fused merge, chunk at " << p0 << ": seq " << k.first << " pos " << k.second;
+  }
   int differ = 0;
   for (const auto& [k, v] : other) differ += v != ref.at(k);
   EXPECT_GT(differ, 0);
@@ -791,14 +838,17 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
     const std::string how = "small-item warps " + std::to_string(warps) + ", tile kernel " +
                             std::to_string(tile_kernel) + ", heads " + std::to_string(heads) + ", block size " +
                             std::to_string(bs);
+    for (bool fused : {false, true}) {
+    const std::string how_f = how + (fused ? ", merge fused" : ", merge kernel");
     for (int p : {0, 5, 63, 64, 100, 1023, 1024, 1025, 1087, 1088, 1099}) {
-      const auto got = f.gpu({{0, p}});
-      ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", " << how;
+      const auto got = f.gpu({{0, p}}, 64, false, fused);
+      ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", " << how_f;
     }
     // A decode step of both sequences, each with many parts.
-    const auto both = f.gpu({{0, 1099}, {1, 899}});
-    EXPECT_EQ(both.at({0, 1099}), ref.at({0, 1099})) << how;
-    EXPECT_EQ(both.at({1, 899}), ref.at({1, 899})) << how;
+    const auto both = f.gpu({{0, 1099}, {1, 899}}, 64, false, fused);
+    EXPECT_EQ(both.at({0, 1099}), ref.at({0, 1099})) << how_f;
+    EXPECT_EQ(both.at({1, 899}), ref.at({1, 899})) << how_f;
+    }
   }
   cuda::set_attention_small_item_warps(0);
   cuda::set_attention_tile_kernel(-1);

@@ -46,6 +46,20 @@ mk() {  # arch dir init_std: a make-model folder, marked dir.done once whole
     [ -f "$2/config.json" ] && touch "$2.done"
 }
 call_finish() { say "done"; tar czf "$FINAL/$CALL.tgz" -C "$OUT" .; }
+# call_start NAME DEFAULT_BUDGET: call_setup, BUDGET (the environment's, else the default) and the
+# GPU line; then the 0.6B folder (init std 0.02) at $W/m06 and, in the background, the 8B at $W/m8.
+call_start() {
+  BUDGET=${BUDGET:-$2}
+  call_setup "$1"
+  say "gpu: $(gpu_facts | tr '\n' ';') commit ${COMMIT:-unknown}"
+  mk qwen3-0.6b $W/m06 0.02
+  mk qwen3-8b $W/m8 0.02 &
+}
+# bits_06: the op tests and the 0.6B digests of record.
+bits_06() {
+  run_test cuda_ops_test 100
+  inv_of_record $W/m06
+}
 # wait_for DIR MIN_LEFT: until mk has marked DIR whole, or only MIN_LEFT seconds are left; true if whole.
 wait_for() { while [ ! -f "$1.done" ] && [ "$(left)" -gt "$2" ]; do sleep 2; done; [ -f "$1.done" ]; }
 # hf_peer TAG DIR STEPS TIMEOUT: the HF transformers peer (bench/hf_peer.py) on DIR, decode at batch

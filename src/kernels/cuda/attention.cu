@@ -344,6 +344,94 @@ __device__ __forceinline__ void store_part(const AttnArgs& a, const AttnItem& it
   }
 }
 
+// One warp folds the part states of one (multi-part token, head) in part order, then out = acc / l.
+// The states of kMergeAhead parts are loaded before they are folded (independent loads in
+// flight instead of one memory round trip per part); the fold itself is unchanged and in order.
+// States are read through L2 (ld.global.cg): with the merge fused into the attention kernel,
+// other CTAs of the same grid wrote them, and L1 is not coherent across SMs.
+template <typename T, int HD>
+__device__ __forceinline__ void merge_row(const AttnArgs& a, int token, int base, int head, int parts, int lane) {
+  constexpr int kMergeAhead = HD >= 256 ? 8 : 16;
+  constexpr int kPer = (HD + 31) / 32;
+  const float* st = a.states + (int64_t(base) * a.heads + head) * (HD + 4);
+  const int64_t stride = int64_t(a.heads) * (HD + 4);
+  float m = __ldcg(st), l = __ldcg(st + 1);
+  float acc[kPer];
+#pragma unroll
+  for (int c = 0; c < kPer; ++c) acc[c] = (lane + 32 * c < HD) ? __ldcg(st + 4 + lane + 32 * c) : 0.0f;
+  for (int p0 = 1; p0 < parts; p0 += kMergeAhead) {
+    float pm[kMergeAhead], pl[kMergeAhead], pa[kMergeAhead][kPer];
+#pragma unroll
+    for (int j = 0; j < kMergeAhead; ++j) {
+      if (p0 + j < parts) {
+        const float* sp = st + (p0 + j) * stride;
+        pm[j] = __ldcg(sp);
+        pl[j] = __ldcg(sp + 1);
+#pragma unroll
+        for (int c = 0; c < kPer; ++c) pa[j][c] = (lane + 32 * c < HD) ? __ldcg(sp + 4 + lane + 32 * c) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kMergeAhead; ++j) {
+      if (p0 + j < parts) {
+        float fa, fb;
+        fold_scalars(m, l, pm[j], pl[j], fa, fb);  // the fold kernel's arithmetic, in the same order
+#pragma unroll
+        for (int c = 0; c < kPer; ++c)
+          if (lane + 32 * c < HD) acc[c] = fadd(fmul(acc[c], fa), fmul(pa[j][c], fb));
+      }
+    }
+  }
+  T* o = static_cast<T*>(a.out) + (int64_t(token) * a.heads + head) * HD;
+#pragma unroll
+  for (int c = 0; c < kPer; ++c)
+    if (lane + 32 * c < HD) o[lane + 32 * c] = from_f<T>(fdiv(acc[c], l));
+}
+
+// One atomic add with release and acquire semantics at GPU scope (the fused merge's count).
+__device__ __forceinline__ int atomic_add_acq_rel_gpu(int* p, int v) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
+// The merge fused into the attention kernels (AttnArgs::merge_counters set): after its states
+// are stored, each CTA of an item with several parts counts itself done on the item's counter;
+// the CTA that counts last folds every multi-part row of the item with merge_row, the merge
+// kernel's arithmetic in the same order, so the bits do not depend on which CTA finishes last.
+// Ordering: the CTA barrier puts every thread's state stores before thread 0's count, whose
+// release makes them visible with it; the last CTA's acquire (same atomic), then the barrier,
+// put the other CTAs' states before its reads. One acq_rel atomic per CTA, as cooperative
+// groups' grid sync fences from one thread (s8_merge: a __threadfence in every thread, fence.sc
+// each, made the fused kernels slower than the separate merge). The last CTA puts the counter
+// back to 0 for the next launch (no other CTA of the item touches it any more).
+template <typename T, int HD, int WARPS>
+__device__ __forceinline__ void merge_if_last(const AttnArgs& a, const AttnItem& item, int kvh, int maxpos) {
+  const int nparts = maxpos / a.part_tokens + 1;
+  if (a.merge_counters == nullptr || nparts == 1) return;  // uniform over the CTA
+  int last = 0;
+  if constexpr (WARPS > 1) __syncthreads(); else __syncwarp();
+  if (threadIdx.x == 0) {
+    int* c = a.merge_counters + int64_t(item.first) * a.kv_heads + kvh;
+    last = atomic_add_acq_rel_gpu(c, 1) == nparts - 1;
+    if (last) *c = 0;
+  }
+  if constexpr (WARPS > 1) {
+    last = __syncthreads_or(last);
+  } else {
+    last = __shfl_sync(0xffffffffu, last, 0);
+    __syncwarp();  // lane 0's acquire before the other lanes' reads
+  }
+  if (!last) return;
+  const int group = a.heads / a.kv_heads;
+  const int lane = threadIdx.x & 31;
+  for (int r = int(threadIdx.x >> 5); r < item.count * group; r += WARPS) {
+    const int token = item.first + r / group;
+    const int parts = a.positions[token] / a.part_tokens + 1;
+    if (parts > 1) merge_row<T, HD>(a, token, a.state_base[token], kvh * group + r % group, parts, lane);
+  }
+}
+
 // Per-part items: the part's tiles in the reference's online softmax; a single-part row is
 // finished here, a multi-part row's state goes to attention_merge.
 template <typename T, int HD, int WARPS>
@@ -412,6 +500,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
     __syncthreads();  // every warp is done with this buffer before it is refilled
   }
   store_part<T, HD>(a, item, token, head, pos, valid, p0, m, l, acc);
+  merge_if_last<T, HD, WARPS>(a, item, kvh, maxpos);
 }
 
 // Items of <= 16 rows with parts of one tile (the contract's decode at larger batches): one warp
@@ -506,6 +595,7 @@ __global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(
     m[h] = mn[h];
   }
   store_part<T, HD>(a, item, token, head, pos, valid, p0, m, l, o);
+  merge_if_last<T, HD, 1>(a, item, kvh, maxpos);
 }
 template <typename T, int HD>
 size_t tile_kernel_smem() { return Smem<HD>::kVElems * sizeof(T) + sizeof(uint64_t); }  // V tile, then its barrier
@@ -591,13 +681,10 @@ __global__ void __launch_bounds__(kThreads) attention_fold_kernel(AttnArgs a, in
     if (valid[h]) store_out<T, HD>(a, token[h], head[h], acc, h, l[h]);
 }
 
-// One warp per (multi-part token, head): fold the part states in part order, then out = acc / l.
-// The states of kMergeAhead parts are loaded before they are folded (independent loads in
-// flight instead of one memory round trip per part); the fold itself is unchanged and in order.
+// One warp per (multi-part token, head): merge_row.
 template <typename T, int HD>
 __global__ void merge_kernel(AttnArgs a, const int32_t* __restrict__ tokens, const int32_t* __restrict__ num_parts,
                              int count) {
-  constexpr int kMergeAhead = HD >= 256 ? 8 : 16;
   const int w = blockIdx.x * 4 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (w >= count * a.heads) return;
@@ -608,40 +695,7 @@ __global__ void merge_kernel(AttnArgs a, const int32_t* __restrict__ tokens, con
   if (parts <= 1) return;  // graph padding / single-part tokens: finished by the attention kernel
   const int base = a.state_base[token];
   pdl_begin();  // the states are written by the attention kernel before this one
-  constexpr int kPer = (HD + 31) / 32;
-  const float* st = a.states + (int64_t(base) * a.heads + head) * (HD + 4);
-  const int64_t stride = int64_t(a.heads) * (HD + 4);
-  float m = st[0], l = st[1];
-  float acc[kPer];
-#pragma unroll
-  for (int c = 0; c < kPer; ++c) acc[c] = (lane + 32 * c < HD) ? st[4 + lane + 32 * c] : 0.0f;
-  for (int p0 = 1; p0 < parts; p0 += kMergeAhead) {
-    float pm[kMergeAhead], pl[kMergeAhead], pa[kMergeAhead][kPer];
-#pragma unroll
-    for (int j = 0; j < kMergeAhead; ++j) {
-      if (p0 + j < parts) {
-        const float* sp = st + (p0 + j) * stride;
-        pm[j] = sp[0];
-        pl[j] = sp[1];
-#pragma unroll
-        for (int c = 0; c < kPer; ++c) pa[j][c] = (lane + 32 * c < HD) ? sp[4 + lane + 32 * c] : 0.0f;
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kMergeAhead; ++j) {
-      if (p0 + j < parts) {
-        float fa, fb;
-        fold_scalars(m, l, pm[j], pl[j], fa, fb);  // the fold kernel's arithmetic, in the same order
-#pragma unroll
-        for (int c = 0; c < kPer; ++c)
-          if (lane + 32 * c < HD) acc[c] = fadd(fmul(acc[c], fa), fmul(pa[j][c], fb));
-      }
-    }
-  }
-  T* o = static_cast<T*>(a.out) + (int64_t(token) * a.heads + head) * HD;
-#pragma unroll
-  for (int c = 0; c < kPer; ++c)
-    if (lane + 32 * c < HD) o[lane + 32 * c] = from_f<T>(fdiv(acc[c], l));
+  merge_row<T, HD>(a, token, base, head, parts, lane);
 }
 
 template <typename T>
@@ -880,7 +934,7 @@ void attention(const AttnArgs& a, const AttnLaunch& g, DType t, cudaStream_t str
 
 void attention_merge(const AttnArgs& a, const int32_t* tokens, const int32_t* num_parts, int count, DType t,
                      cudaStream_t stream) {
-  if (count <= 0) return;
+  if (count <= 0 || a.merge_counters) return;  // counters: merged in the attention kernels
   const PdlScope pdl(pdl_for_attention());
   if (t == DType::BF16) dispatch_merge<bf16>(a, tokens, num_parts, count, stream);
   else dispatch_merge<f16>(a, tokens, num_parts, count, stream);

@@ -117,6 +117,12 @@ struct CudaBackend::Impl {
 
   int cap_t = 0;
   void *x = nullptr, *h = nullptr, *qkv = nullptr, *attn = nullptr, *o = nullptr, *gu = nullptr, *mlp = nullptr;
+  // [cap_t, nkv_l] zeros: the attention kernels' merge counters (AttnArgs::merge_counters) with
+  // VERBATIM_ATTN_FUSED_MERGE=1, else null (the merge kernel; same bits). Off by default: on the
+  // H200 (session 8, s8_merge) the fused merge made 8B decode slower at every batch (5.10 -> 5.26
+  // ms at batch 1, 7.97 -> 8.78 at 32): the last CTA's fold is a serial tail the separate
+  // kernel spreads over a warp per (token, head).
+  int32_t* merge_cnt = nullptr;
   static constexpr int kLogitRows = 64;  // logit rows per lm_head pass (bounds the fp32 logits buffer)
   void* last = nullptr;
   float* logits = nullptr;
@@ -223,13 +229,20 @@ struct CudaBackend::Impl {
     return static_cast<float*>(upload(v.data(), v.size() * sizeof(float)));
   }
 
+  static bool fused_merge_enabled() {
+    static const bool on = [] {
+      const char* e = std::getenv("VERBATIM_ATTN_FUSED_MERGE");
+      return e && std::string(e) == "1";
+    }();
+    return on;
+  }
   void ensure_tokens(int T) {
     if (T <= cap_t) return;
     const int n = std::max(T, cap_t * 2);
     const size_t e = 2;
     const int64_t H = c.hidden_size, I = I_l, qw = int64_t(nh_l) * c.head_dim;
     reset_graphs();  // captured graphs hold the old buffers' addresses
-    for (void* p : {x, h, qkv, attn, o, gu, mlp}) dfree(p, 0);
+    for (void* p : {x, h, qkv, attn, o, gu, mlp, static_cast<void*>(merge_cnt)}) dfree(p, 0);
     if (tp > 1) {
       dfree(gather, 0);
       gather = static_cast<float*>(dmalloc(size_t(cuda::kTpSegments) * size_t(n) * size_t(H) * sizeof(float)));
@@ -241,6 +254,11 @@ struct CudaBackend::Impl {
     o = dmalloc(size_t(n) * H * e);
     gu = dmalloc(size_t(n) * 2 * I * e);
     mlp = dmalloc(size_t(n) * I * e);
+    merge_cnt = nullptr;
+    if (fused_merge_enabled()) {
+      merge_cnt = static_cast<int32_t*>(dmalloc(size_t(n) * size_t(nkv_l) * sizeof(int32_t)));
+      VB_CUDA(cudaMemsetAsync(merge_cnt, 0, size_t(n) * size_t(nkv_l) * sizeof(int32_t), stream));
+    }
     cap_t = n;
   }
   void ensure_inputs(size_t ints) {
@@ -756,6 +774,7 @@ void CudaBackend::Impl::launch_layers(const Step& st) {
     a.block_tables = st.bt;
     a.state_base = st.sb;
     a.items = st.items;
+    a.merge_counters = merge_cnt;
     a.heads = nh;
     a.kv_heads = nkv;
     a.head_dim = int(hd);
@@ -768,8 +787,12 @@ void CudaBackend::Impl::launch_layers(const Step& st) {
     }
     const cuda::GemmResult ao = row_parallel(attn, T, int(nh * hd), L.o, split_o, o);
     cuda::add_rmsnorm_from(x, ao, T, int(H), L.post_norm, eps, act, h, stream);
-    const cuda::GemmResult gu_r = fused_gemm(h, T, int(H), L.gu, int(2 * I), split_gu, gu);
-    cuda::silu_mul_from(gu_r, T, I, act, mlp, stream);
+    if (!opt.fast && cuda::gemm_silu_mul_ok(T, int(H), int(I), split_gu)) {
+      cuda::gemm_silu_mul(h, T, int(H), L.gu, int(I), act, mlp, stream);  // SiLU·mul in the GEMM's epilogue
+    } else {
+      const cuda::GemmResult gu_r = fused_gemm(h, T, int(H), L.gu, int(2 * I), split_gu, gu);
+      cuda::silu_mul_from(gu_r, T, I, act, mlp, stream);
+    }
     down = row_parallel(mlp, T, int(I), L.down, split_down, o);
   }
   // Last residual add fused with the final norm (row-wise: the same bits as norming only the

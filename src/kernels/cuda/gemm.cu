@@ -38,24 +38,45 @@ __device__ __forceinline__ uint4 ld16_stream(const void* p) {
   return v;
 }
 
-template <typename T, int MT, int NT, int U>
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
+
+// SILU (gemm_silu_mul): a CTA computes gate columns [32 y, 32 y + 32) (warps 0, 1) and the same
+// up columns (warps 2, 3; column silu_cols + 32 y + ...): which warp computes a column never
+// changes its sum. The gate warps round their sums into shared memory, the up warps write
+// round(round(silu(g)) * u): silu_mul_from's arithmetic on the values the GEMM would have stored.
+template <typename T, int MT, int NT, int U, bool SILU = false>
 __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
-  pdl_begin();  // before any memory access or return (common.cuh)
+  static_assert(!SILU || (NT == 2 && kWarps == 4), "the SiLU epilogue pairs 2 gate and 2 up warps of 16 columns");
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gid = lane >> 2, tig = lane & 3;
-  const int n_base = (blockIdx.y * kWarps + warp) * NT * 8;
-  if (n_base >= a.N) return;  // no barriers in this kernel: a warp may leave early
+  const int n_base = !SILU ? (blockIdx.y * kWarps + warp) * NT * 8
+                           : (warp >= 2 ? a.silu_cols : 0) + int(blockIdx.y) * 32 + (warp & 1) * 16;
   const int m_base = blockIdx.x * MT * 16;
   const int s = blockIdx.z;
   const int k_begin = s * a.kseg;
   const int k_end = min(a.K, k_begin + a.kseg);
-
   const T* x = static_cast<const T*>(a.x);
   const T* w = static_cast<const T*>(a.w);
   // Rows past M / columns past N read a valid row and are never stored: rows are independent.
   const T* wrow[NT];
 #pragma unroll
   for (int j = 0; j < NT; ++j) wrow[j] = w + int64_t(min(n_base + j * 8 + gid, a.N - 1)) * a.K;
+  // W is load-time data (read_step_inputs_before_pdl, common.cuh): the first prefetch_bytes of
+  // each of this warp's row segments go to L2 while the kernel before still runs (its CTAs may
+  // be resident alongside ours under PDL), so the loads after the wait find them there. The quad
+  // of a row takes its 128-byte lines in turn. Only the first row block (blockIdx.x == 0) asks:
+  // the others read the same W.
+  if (a.prefetch_bytes > 0 && blockIdx.x == 0 && n_base < a.N) {
+    const int seg_bytes = (k_end - k_begin) * int(sizeof(T));
+    const int bytes = min(a.prefetch_bytes, seg_bytes);
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+      for (int off = tig * 128; off < bytes; off += 4 * 128)
+        prefetch_l2(reinterpret_cast<const char*>(wrow[j] + k_begin) + off);
+  }
+  pdl_begin();  // before any other memory access or return (common.cuh)
+  // No barrier but SILU's, whose columns all exist (silu_cols % 32 == 0): a warp may leave early.
+  if (n_base >= a.N) return;
   const T* xrow[MT][2];
 #pragma unroll
   for (int i = 0; i < MT; ++i)
@@ -99,6 +120,38 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
     }
   }
 
+  if constexpr (SILU) {
+    __shared__ float gate[MT * 16][33];  // rounded gate sums of the CTA's rows (+1: fewer bank conflicts)
+    if (warp < 2) {
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              gate[i * 16 + h * 8 + gid][warp * 16 + j * 8 + tig * 2 + e] = round_as<T>(acc[i][j][2 * h + e]);
+    }
+    __syncthreads();  // the up warps read the gate warps' values
+    if (warp < 2) return;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = i * 16 + h * 8 + gid, m = m_base + r;
+        if (m >= a.M) continue;
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const int c = (warp & 1) * 16 + j * 8 + tig * 2;
+          const float o0 = fmul(round_as<T>(silu_f32(gate[r][c])), round_as<T>(acc[i][j][2 * h]));
+          const float o1 = fmul(round_as<T>(silu_f32(gate[r][c + 1])), round_as<T>(acc[i][j][2 * h + 1]));
+          *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(m) * a.ldy + blockIdx.y * 32 + c) =
+              pack2<T>(o0, o1);
+        }
+      }
+    return;
+  }
   store_tile<T, MT, NT>(a, acc, m_base, n_base, s, gid, tig);
 }
 
@@ -368,10 +421,21 @@ __global__ void gemm_reduce_kernel(const float* __restrict__ partial, int M, int
   }
 }
 
-template <typename T, int MT, int NT, int U>
+GemmTuning tuning();  // below: the speed knobs
+
+// Prefetch only for weights of at most 16 MiB: on the H200 (session 8, s8_prefetch) it made the
+// 0.6B's steps 2-3% faster and the 8B's (33-200 MB weights, longer kernels) 0.5-4% slower.
+int prefetch_for(const GemmArgs& a) {
+  const bool small = int64_t(a.N) * a.K * 2 <= (int64_t(16) << 20);
+  return pdl_enabled() && small ? tuning().v1_prefetch_bytes : 0;  // no PDL: nothing to overlap
+}
+
+template <typename T, int MT, int NT, int U, bool SILU = false>
 void launch(const GemmArgs& a, int split, cudaStream_t stream) {
-  dim3 grid(ceil_div(a.M, MT * 16), ceil_div(a.N, kWarps * NT * 8), split);
-  pdl_launch(gemm_kernel<T, MT, NT, U>, dim3(grid), dim3(kWarps * 32), 0, stream, a);
+  dim3 grid(ceil_div(a.M, MT * 16), SILU ? a.silu_cols / 32 : ceil_div(a.N, kWarps * NT * 8), split);
+  GemmArgs p = a;
+  p.prefetch_bytes = prefetch_for(a);
+  pdl_launch(gemm_kernel<T, MT, NT, U, SILU>, dim3(grid), dim3(kWarps * 32), 0, stream, p);
   VB_CUDA_LAUNCHED();
 }
 
@@ -394,6 +458,7 @@ GemmTuning tuning_from_env() {
   t.wgmma_depth = num("VERBATIM_GEMM_WGMMA_DEPTH", t.wgmma_depth) == 2 ? 2 : 1;
   t.v1_m64 = num("VERBATIM_GEMM_V1_M64", num("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
   t.v1_unroll16 = num("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
+  t.v1_prefetch_bytes = std::max(0, num("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
   return t;
 }
 GemmTuning tuning() {
@@ -617,6 +682,33 @@ std::string gemm_tile_name(int M) {
   if (M <= 64 && tuning().v1_m64 == 0) return "mma16816:m64n16u2";
   if (M <= 64 && tuning().v1_m64 == 2) return "mma16816:m32n16u4x2";
   return "mma16816:m64n32u2";
+}
+
+bool gemm_silu_mul_ok(int M, int K, int I, int split) {
+  static const bool on = [] {
+    const char* e = std::getenv("VERBATIM_GEMM_SILU");
+    return !(e && std::string(e) == "0");
+  }();
+  // Up to 32 rows: on the H200 (session 8, s8_silu, 8B) the epilogue made steps of 1 / 8 rows
+  // 0.6-0.9% faster, 32 rows the same, and 64 rows 0.8% slower than the separate kernel.
+  return on && split == 1 && M >= 1 && M <= 32 && I % 32 == 0 && K % 8 == 0;
+}
+
+void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream) {
+  if (!gemm_silu_mul_ok(M, K, I, 1)) throw Error("cuda gemm_silu_mul: needs 1..32 rows, I % 32 == 0, K % 8 == 0");
+  GemmArgs a{x, W, M, 2 * I, K, K, I, K, out, nullptr, nullptr};
+  a.silu_cols = I;
+  auto go = [&](auto tag) {
+    using T = decltype(tag);
+    if (M <= 16) {
+      if (tuning().v1_unroll16 == 8) return launch<T, 1, 2, 8, true>(a, 1, stream);
+      return launch<T, 1, 2, 4, true>(a, 1, stream);
+    }
+    launch<T, 2, 2, 4, true>(a, 1, stream);
+  };
+  if (t == DType::BF16) go(bf16{});
+  else if (t == DType::F16) go(f16{});
+  else throw Error("cuda gemm_silu_mul: activations must be bf16 or fp16");
 }
 
 void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, int split, GemmOut out,

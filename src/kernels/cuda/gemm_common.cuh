@@ -17,6 +17,12 @@ struct GemmArgs {
   void* y;           // rounded output (split == 1, y32 == null)
   float* y32;        // fp32 output (split == 1)
   float* partial;    // [split, M, N] (split > 1)
+  // v1: bytes of each W row segment (from its start) prefetched into L2 before the PDL wait
+  // (GemmTuning::v1_prefetch_bytes; 0: none). Speed only: the loads after it read the same bytes.
+  int prefetch_bytes = 0;
+  // v1 with the SiLU epilogue (gemm_silu_mul): W's rows [0, silu_cols) are the gate, [silu_cols,
+  // 2 silu_cols) the up projection; y [M, ldy] receives round(round(silu(g)) * u).
+  int silu_cols = 0;
 };
 
 // Writes a warp's MT x NT tile of sums: to the segment's partials, the fp32 output, or rounded.

@@ -62,6 +62,12 @@ struct GemmOut {
 };
 void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, int split, GemmOut out,
           float* workspace, size_t workspace_bytes, cudaStream_t stream);
+// out[M, I] = round(round(silu(g)) * u) with [g | u] = x · W^T (W: [2 I, K], the gate rows then the
+// up rows) in one launch: the v1 GEMM's sums with silu_mul's arithmetic in its epilogue, so the
+// bits of gemm() then silu_mul(). Only for an unsplit W (split == 1), 1..32 rows, I % 32 == 0:
+// gemm_silu_mul_ok says (false also with VERBATIM_GEMM_SILU=0, to measure the difference).
+bool gemm_silu_mul_ok(int M, int K, int I, int split);
+void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream);
 // The tile configuration name for M rows (for kernel_config / benchmarks).
 std::string gemm_tile_name(int M);
 // Which kernel runs the contract GEMM. All issue the same MMAs in the same order per output
@@ -103,6 +109,9 @@ struct GemmTuning {
   int wgmma_depth = 2;
   int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks
   int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
+  // v1 under PDL: bytes of each W row segment prefetched into L2 before griddepcontrol.wait, so
+  // the weight stream starts while the kernel before (a norm, SiLU, the merge) still runs.
+  int v1_prefetch_bytes = 512;
 };
 GemmTuning gemm_tuning();
 void set_gemm_tuning(const GemmTuning& t);
@@ -167,6 +176,11 @@ struct AttnArgs {
   const int32_t* block_tables = nullptr;  // flattened
   const int32_t* state_base = nullptr;    // [T]: first state index of a multi-part token, or -1
   const AttnItem* items = nullptr;        // the whole item array of the plan
+  // Non-null: the merge runs inside the attention kernels (the last CTA of an item folds its
+  // multi-part rows; same bits as attention_merge, which then does nothing). One counter per
+  // (first token of an item, kv head): [T, kv_heads] ints, zero before the launch and zero again
+  // after it.
+  int32_t* merge_counters = nullptr;
   int heads = 0, kv_heads = 0, head_dim = 0, block_size = 0;
   int part_tokens = 64;           // split-KV part size in tokens (multiple of kAttnTile)
   float scale = 1.0f;
@@ -186,7 +200,8 @@ struct AttnLaunch {
 // over many CTAs (then attention_merge folds them), a prefill tile of rows folds its tiles in
 // the CTA; both are the same arithmetic, so prefill, chunked prefill and decode give one result.
 void attention(const AttnArgs& a, const AttnLaunch& g, DType t, cudaStream_t stream);
-// Folds the part states of the group's multi-part tokens (tokens[i] with num_parts[i] > 1).
+// Folds the part states of the group's multi-part tokens (tokens[i] with num_parts[i] > 1);
+// nothing when a.merge_counters is set (the attention kernels folded them).
 void attention_merge(const AttnArgs& a, const int32_t* tokens, const int32_t* num_parts, int count, DType t,
                      cudaStream_t stream);
 void attention_prepare();  // sets the kernels' shared-memory limits (once, before any graph capture)
