@@ -62,8 +62,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
 #pragma unroll
   for (int j = 0; j < NT; ++j) wrow[j] = w + int64_t(min(n_base + j * 8 + gid, a.N - 1)) * a.K;
   // W is load-time data (read_step_inputs_before_pdl, common.cuh): the first prefetch_bytes of
-  // each of this warp's row segments go to L2 while the kernel before still runs (its CTAs may
-  // be resident alongside ours under PDL), so the loads after the wait find them there. The quad
+  // each of this warp's row segments go to L2 while the kernel before still runs (under PDL our
+  // CTAs may be resident before it ends), so the loads after the wait find them there. The quad
   // of a row takes its 128-byte lines in turn. Only the first row block (blockIdx.x == 0) asks:
   // the others read the same W.
   if (a.prefetch_bytes > 0 && blockIdx.x == 0 && n_base < a.N) {
