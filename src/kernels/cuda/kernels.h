@@ -109,8 +109,9 @@ struct GemmTuning {
   int wgmma_depth = 2;
   int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks
   int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
-  // v1 under PDL: bytes of each W row segment prefetched into L2 before griddepcontrol.wait, so
-  // the weight stream starts while the kernel before (a norm, SiLU, the merge) still runs.
+  // v1 under PDL, weights of <= 16 MiB only (gemm.cu prefetch_for): bytes of each W row segment
+  // prefetched into L2 before griddepcontrol.wait, so the weight stream starts while the kernel
+  // before (a norm, SiLU, the merge) still runs.
   int v1_prefetch_bytes = 512;
 };
 GemmTuning gemm_tuning();
