@@ -193,11 +193,11 @@ struct KernelUnderTest {
   const char* name;
 };
 cuda::GemmTuning tuned(int combine, bool wide, int v1_m64, int unroll16 = 4, bool wgmma = false, int wg_combine = -1,
-                       int wg_depth = 1) {
+                       int wg_rows = 128) {
   cuda::GemmTuning t;
   t.tiled_wgmma = wgmma;
   t.wgmma_combine = wg_combine;
-  t.wgmma_depth = wg_depth;
+  t.wgmma_rows = wg_rows;
   t.v1_unroll16 = unroll16;
   t.tiled_combine = combine;
   t.tiled_wide = wide;
@@ -219,8 +219,8 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
       {cuda::GemmKernel::Tiled, tuned(0, true, 0), "tiled, segments to partials, 128 x 256 tiles"},
       {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 1), "tiled, wgmma past 64 rows, segments added in the kernel"},
       {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 0), "tiled, wgmma past 64 rows, segments to partials"},
-      {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 1, 2), "tiled, wgmma (W stored 2 stages after its load), added in the kernel"},
-      {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 0, 2), "tiled, wgmma (W stored 2 stages after its load), to partials"},
+      {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 0, 256), "tiled, wgmma with 256-row CTAs, to partials"},
+      {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, -1, 256), "tiled, wgmma with 256-row CTAs, added by size"},
       {cuda::GemmKernel::V1, tuned(-1, false, 1), "v1, 64 x 32 tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 2), "v1, two 32-row tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 0, 8), "v1, 8 chunks per round at <= 16 rows"},

@@ -455,7 +455,7 @@ GemmTuning tuning_from_env() {
   t.tiled_wide = num("VERBATIM_GEMM_TILED_WIDE", t.tiled_wide ? 1 : 0) == 1;
   t.tiled_wgmma = num("VERBATIM_GEMM_WGMMA", t.tiled_wgmma ? 1 : 0) == 1;
   t.wgmma_combine = num("VERBATIM_GEMM_WGMMA_COMBINE", t.wgmma_combine);
-  t.wgmma_depth = num("VERBATIM_GEMM_WGMMA_DEPTH", t.wgmma_depth) == 2 ? 2 : 1;
+  t.wgmma_rows = num("VERBATIM_GEMM_WGMMA_ROWS", t.wgmma_rows) == 256 ? 256 : 128;
   t.v1_m64 = num("VERBATIM_GEMM_V1_M64", num("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
   t.v1_unroll16 = num("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
   t.v1_prefetch_bytes = std::max(0, num("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
@@ -560,7 +560,7 @@ void launch_tiled_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   if (a.M <= 16) return launch_tiled_cfg<T, 16, 128, 1, 8, 8, combine>(a, split, stream);
   if (a.M <= 32) return launch_tiled_cfg<T, 32, 128, 1, 8, 6, combine>(a, split, stream);
   if (a.M <= 64) return launch_tiled_cfg<T, 64, 128, 1, 8, 5, combine>(a, split, stream);
-  if (tiled_uses_wgmma(a.M)) return launch_wgmma<T>(a, split, combine, tuning().wgmma_depth, stream);
+  if (tiled_uses_wgmma(a.M)) return launch_wgmma<T>(a, split, combine, tuning().wgmma_rows, stream);
   // Adding segments in the kernel keeps a second set of sums: 16 warps of 32 x 32 fit it in
   // registers (8 warps of 64 x 32 spill); without it, 8 warps of 64 x 32 read less shared memory.
   if (combine) return launch_tiled_cfg<T, 128, 128, 4, 4, 4, true>(a, split, stream);
@@ -668,7 +668,8 @@ size_t gemm_workspace_bytes(int M, int N, int split) {
 
 std::string gemm_tile_name(int M) {
   if (uses_tiled(M)) {
-    if (tiled_uses_wgmma(M)) return "tiled-wgmma:m128n128k64";
+    if (tiled_uses_wgmma(M))  // (split layers that add their segments keep 128 rows)
+      return tuning().wgmma_rows == 256 ? "tiled-wgmma:m256n128k64" : "tiled-wgmma:m128n128k64";
     const TiledShape t = tiled_shape(M);
     return "tiled-cpasync:m" + std::to_string(t.bm) + "n" + std::to_string(t.bn);
   }

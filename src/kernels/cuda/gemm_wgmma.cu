@@ -11,18 +11,22 @@
 // - W (operand B) is read by wgmma from shared memory in the no-swizzle K-major layout: 8-row x
 //   16-byte core matrices, one per (8-row group, step s, k group g); row r's core-matrix row holds
 //   words (t = 0..3, q = 2s + g) of its chunk. Staging is therefore a 4 x 4 transpose of 4-byte
-//   words per row and chunk, done by the stores: each thread loads 16 coalesced bytes of a row
-//   into registers and stores its 4 words to their 4 core matrices D iterations later (so the
-//   load's latency hides behind D stages of MMAs; GemmTuning::wgmma_depth, 2 by default). The
-//   session-5 version copied 4-byte words with cp.async: ncu found 60% of its global sectors
-//   excessive and most of its integer work in that copy (session 6).
+//   words per row and chunk. Each thread copies its 16-byte units of W by cp.async into a raw ring
+//   of S stages beside x, and one iteration before the chunk is read moves its own words to the
+//   staged layout (a second ring of two buffers). A thread's own cp.async writes are visible to it
+//   after cp.async.wait_group, so the move needs no barrier of its own, no register holds W across
+//   iterations, and the copy's latency hides behind S - 2 stages of MMAs. (Sessions 6-8 held W in
+//   registers between its load and its store: ncu found the kernel waiting on those loads, and
+//   through shared memory it is 1.2-1.35x faster on the 8B shapes, H200 session 9.)
 // Segments (split-K) and zero-fill past a segment's end or past M / N are v1's: chunks of a
 // segment ascend from its start, a segment sum starts at 0, the CTA either adds its segments in
 // segment order (combine) or stores one segment's sum to the partials. tests/cuda_ops_test
 // GemmKernelsAreV1BitForBit compares it with v1 byte for byte.
 //
-// Tile: 128 rows x 128 columns per CTA, two warpgroups of 64 rows (each warp of a warpgroup holds
-// 16 rows, as mma.sync's A fragment); KC chunks of 32 k per pipeline stage, S stages (cp.async).
+// Tile: BM rows (BM / 64 warpgroups of 64 rows; each warp of a warpgroup holds 16 rows, as
+// mma.sync's A fragment) x 128 columns per CTA; KC chunks of 32 k per pipeline stage, S stages.
+// BM = 256 halves the W bytes each output needs from L2 (GemmTuning::wgmma_rows); combine keeps 128
+// (its second set of sums takes the shared memory the larger tile would need).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -33,23 +37,13 @@
 namespace verbatim::cuda::gemm_impl {
 namespace {
 
-constexpr int kBM = 128, kBN = 128, kThreads = 256;
-constexpr int kChunkBytesA = kBM * 64, kChunkBytesB = wgmma_layout::kChunkBytes;  // one 32-k chunk of x / of W
+constexpr int kBN = 128;
+constexpr int kChunkBytesB = wgmma_layout::kChunkBytes;  // one 32-k chunk of the CTA's W rows
 static_assert(kBN == wgmma_layout::kRows, "the W staging map is made for the CTA's columns");
-
-// 16 bytes of W, streamed past L1 (each is read once per CTA). Not volatile: W never changes
-// during the kernel, so the compiler may schedule the load early.
-__device__ __forceinline__ uint4 ld_weights16(const void* p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
 __device__ __forceinline__ void st_shared32(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
-// The cp.async writes (generic proxy) made visible to wgmma's operand reads (async proxy).
+// Shared-memory writes (generic proxy) made visible to wgmma's operand reads (async proxy).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -92,17 +86,21 @@ __device__ __forceinline__ void wgmma_step(float (&d)[64], const uint32_t (&a)[4
   }
 }
 
-// D: iterations between loading a stage's W into registers and storing it to shared memory (1 or
-// 2 <= S - 2; each adds KC x 8 registers). The bits never depend on it.
-template <typename T, int KC, int S, bool combine, int D>
-__global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int split) {
-  static_assert(D >= 1 && D <= S - 2, "W must be stored before the barrier of the iteration that reads it");
+template <typename T, int BM, int KC, int S, bool combine>
+__global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int split) {
+  static_assert(S >= 3, "stage p + 1 must be waited for while stage p is multiplied");
+  static_assert(BM == 128 || BM == 256, "warpgroups of 64 rows, 2 or 4");
+  constexpr int kThreads = 2 * BM;                     // 4 warps (128 threads) per 64 rows
+  constexpr int kChunkBytesA = BM * 64;                // one 32-k chunk of the CTA's x rows
+  constexpr int kXUnits = BM * 4 / kThreads;           // 16-byte units of x per thread and chunk: 2
+  constexpr int kWUnits = wgmma_layout::kUnits / kThreads;  // of W: 2 (BM 128) or 1 (BM 256)
+  constexpr int kStageBytes = KC * (kChunkBytesA + kChunkBytesB);  // x and raw W of a stage
+  constexpr int kStagedBytes = KC * kChunkBytesB;                  // W in wgmma's layout, one buffer
   pdl_begin();  // before any memory access or return (common.cuh)
-  constexpr int kStageBytes = KC * (kChunkBytesA + kChunkBytesB);
   extern __shared__ __align__(128) uint8_t wg_smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int gid = lane >> 2, tig = lane & 3;
-  const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * kBN;
   const int s_first = combine ? 0 : int(blockIdx.z);
   const int s_count = combine ? split : 1;
   const int cps = (a.kseg + 31) >> 5;  // chunks per segment (the last one zero-filled past its end)
@@ -111,147 +109,152 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
   const T* x = static_cast<const T*>(a.x);
   const T* w = static_cast<const T*>(a.w);
   const uint32_t base = smem_u32(wg_smem);
+  const uint32_t staged_base = base + uint32_t(S * kStageBytes);
 
-  // This thread's share of each chunk, fixed for the whole K loop: units h * 256 + tid (h = 0, 1),
-  // row cr + 64 h, 16-byte group ct (wgmma_layout::copy_unit). Row pointers and bounds once, here.
+  // This thread's units of each chunk, fixed for the whole K loop: unit u = h * kThreads + tid is
+  // row u / 4, 16-byte group ct = u % 4 (a quad of lanes reads a row's 64 bytes), at u * 16 in the
+  // chunk's x / raw W. Row pointers and bounds once, here.
   const int cr = tid >> 2, ct = tid & 3;
-  const T* xrow[2];
-  const T* wrow[2];
-  bool xin[2], win[2];
-  uint32_t wdst[2];
+  const T* xrow[kXUnits];
+  const T* wrow[kWUnits];
+  bool xin[kXUnits], win[kWUnits];
+  uint32_t wdst[kWUnits];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = m0 + cr + 64 * h, n = n0 + cr + 64 * h;
+  for (int h = 0; h < kXUnits; ++h) {
+    const int m = m0 + cr + (kThreads / 4) * h;
     xin[h] = m < a.M;
-    win[h] = n < a.N;
     xrow[h] = x + int64_t(xin[h] ? m : 0) * a.ldx + ct * 8;
-    wrow[h] = w + int64_t(win[h] ? n : 0) * a.K + ct * 8;
+  }
+#pragma unroll
+  for (int h = 0; h < kWUnits; ++h) {
     const wgmma_layout::CopyUnit cu = wgmma_layout::copy_unit(h * kThreads + tid);
+    const int n = n0 + cu.r;
+    win[h] = n < a.N;
+    wrow[h] = w + int64_t(win[h] ? n : 0) * a.K + ct * 8;
     wdst[h] = uint32_t(wgmma_layout::staged_word(cu.r, cu.t, 0));
   }
   // The next chunk to load: its segment and offset in it (chunks are loaded in ascending order).
   int ld_seg = s_first, ld_kin = 0;
-  // Chunk into slot j of stage st: x by cp.async (packed rows of 64 bytes), W into registers `wr`
-  // (coalesced 16-byte loads), stored by store_w D iterations later.
-  auto load_chunk = [&](int st, int j, uint4 (&wr)[2]) {
+  auto load_chunk = [&](int st, int j) {
     const int kbase = ld_seg * a.kseg + ld_kin;
     const bool kin = ld_kin + ct * 8 < a.kseg;  // zero-fill past the segment's end, as v1
     const uint32_t sa = base + uint32_t(st * kStageBytes + j * kChunkBytesA);
+    const uint32_t sw = base + uint32_t(st * kStageBytes + KC * kChunkBytesA + j * kChunkBytesB);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < kXUnits; ++h) {
       const bool in = kin && xin[h];
       cp_async_ca(sa + uint32_t(h * kThreads + tid) * 16u, in ? xrow[h] + kbase : x, in ? 16 : 0);
-      wr[h] = (kin && win[h]) ? ld_weights16(wrow[h] + kbase) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int h = 0; h < kWUnits; ++h) {
+      const bool in = kin && win[h];
+      cp_async_cg(sw + uint32_t(h * kThreads + tid) * 16u, in ? wrow[h] + kbase : w, in ? 16 : 0);
     }
     ld_kin += 32;
     if (ld_kin >= a.kseg) ld_kin = 0, ++ld_seg;
   };
-  // W's words to where wgmma's slots read v1's k set: word q of a unit to staged_word(r, t, q).
-  auto store_w = [&](int st, int j, const uint4 (&wr)[2]) {
-    const uint32_t sb = base + uint32_t(st * kStageBytes + KC * kChunkBytesA + j * kChunkBytesB);
+  // This thread's raw units of chunk j of stage st to staged buffer b: word q of a unit to
+  // staged_word(r, t, q), where wgmma's slots read v1's k set.
+  auto stage_w = [&](int st, int b, int j) {
+    const uint4* raw = reinterpret_cast<const uint4*>(wg_smem + st * kStageBytes + KC * kChunkBytesA + j * kChunkBytesB);
+    const uint32_t sb = staged_base + uint32_t(b * kStagedBytes + j * kChunkBytesB);
     using wgmma_layout::kLbo;
     using wgmma_layout::kStepBytes;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < kWUnits; ++h) {
+      const uint4 v = raw[h * kThreads + tid];
       const uint32_t d = sb + wdst[h];
-      st_shared32(d, wr[h].x);                      // q = 0: step 0, k group 0
-      st_shared32(d + kLbo, wr[h].y);               // q = 1: step 0, k group 1
-      st_shared32(d + kStepBytes, wr[h].z);         // q = 2: step 1, k group 0
-      st_shared32(d + kStepBytes + kLbo, wr[h].w);  // q = 3: step 1, k group 1
+      st_shared32(d, v.x);                      // q = 0: step 0, k group 0
+      st_shared32(d + kLbo, v.y);               // q = 1: step 0, k group 1
+      st_shared32(d + kStepBytes, v.z);         // q = 2: step 1, k group 0
+      st_shared32(d + kStepBytes + kLbo, v.w);  // q = 3: step 1, k group 1
     }
   };
 
   // combine: the running sum of whole segments lives in shared memory past the stages, one
   // column of 64 floats per thread ([e][tid]: conflict-free), so acc alone holds registers.
   float acc[64];
-  float* tot = reinterpret_cast<float*>(wg_smem + S * kStageBytes);
+  float* tot = reinterpret_cast<float*>(wg_smem + S * kStageBytes + 2 * kStagedBytes);
 #pragma unroll
   for (int e = 0; e < 64; ++e) acc[e] = 0.0f;
 
-  // Prologue: stages 0 .. S - 2 loaded; W of stages 0 .. S - 2 - D stored now, the last D stages'
-  // held in registers. In the loop, stage g's W is loaded at iteration g - (S - 1) and stored at
-  // g - (S - 1) + D, so the load's latency hides behind D stages of MMAs; its registers are
-  // wreg[g % D].
-  uint4 wreg[D][KC][2];
+  // Prologue: stages 0 .. S - 2 requested (cp.async group g = stage g); stage 0's W staged.
 #pragma unroll
   for (int st = 0; st < S - 1; ++st) {
 #pragma unroll
     for (int j = 0; j < KC; ++j)
-      if (st * KC + j < chunks) {
-        load_chunk(st, j, wreg[st % D][j]);
-        if (st < S - 1 - D) store_w(st, j, wreg[st % D][j]);
-      }
+      if (st * KC + j < chunks) load_chunk(st, j);
     cp_async_commit();
   }
+  cp_async_wait<S - 2>();
+#pragma unroll
+  for (int j = 0; j < KC; ++j)
+    if (j < chunks) stage_w(0, 0, j);
   const int row_a = (warp >> 2) * 64 + (warp & 3) * 16 + gid;  // this thread's A rows: row_a, row_a + 8
   // A fragments of one stage, each chunk in its own registers: wgmma reads its A registers
   // asynchronously, so none may be rewritten before the wait that covers it (PTX: undefined
   // otherwise; reusing one set per chunk gave wrong sums on the H200 in session 6).
   uint32_t af[KC][2][4] = {};
-  // p0 steps by D and dp is a constant once unrolled, so wreg's index (p + const) % D is static.
-  for (int p0 = 0; p0 < stages; p0 += D) {
+  for (int p = 0; p < stages; ++p) {
+    wgmma_wait_all();  // this warpgroup's MMAs of stage p - 1 are done
+    // ... and only now may af, which they read, be rewritten: keep af live (unmoved) until here.
 #pragma unroll
-    for (int dp = 0; dp < D; ++dp) {
-      const int p = p0 + dp;
-      if (p >= stages) break;
-      cp_async_wait<S - 2>();
-      wgmma_wait_all();      // this warpgroup's MMAs of stage p - 1 are done: its stage may be refilled
-      // ... and only now may af, which they read, be rewritten: keep af live (unmoved) until here.
+    for (int j = 0; j < KC; ++j)
 #pragma unroll
-      for (int j = 0; j < KC; ++j)
+      for (int h = 0; h < 2; ++h)
+        asm volatile("" : "+r"(af[j][h][0]), "+r"(af[j][h][1]), "+r"(af[j][h][2]), "+r"(af[j][h][3]));
+    fence_proxy_async();  // this thread's staged words of stage p visible to wgmma
+    // Every thread's x copies and staged W of stage p are in place (each waited for its own copies
+    // in the iteration before); no warpgroup still reads stage p - 1's buffers.
+    __syncthreads();
+    const int st = p % S, b = p & 1;
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
-          asm volatile("" : "+r"(af[j][h][0]), "+r"(af[j][h][1]), "+r"(af[j][h][2]), "+r"(af[j][h][3]));
-      fence_proxy_async();   // this thread's copies of stage p visible to wgmma
-      __syncthreads();       // every thread's copies of stage p landed; no one still reads stage p - 1
-      const int st = p % S;
+    for (int j = 0; j < KC; ++j) {
+      const uint8_t* sa = wg_smem + st * kStageBytes + j * kChunkBytesA;
+      const uint4 lo = reinterpret_cast<const uint4*>(sa)[row_a * 4 + tig];
+      const uint4 hi = reinterpret_cast<const uint4*>(sa)[(row_a + 8) * 4 + tig];
+      af[j][0][0] = lo.x, af[j][0][1] = hi.x, af[j][0][2] = lo.y, af[j][0][3] = hi.y;  // step 1: words q = 0, 1
+      af[j][1][0] = lo.z, af[j][1][1] = hi.z, af[j][1][2] = lo.w, af[j][1][3] = hi.w;  // step 2: words q = 2, 3
+    }
 #pragma unroll
-      for (int j = 0; j < KC; ++j) {
-        const uint8_t* sa = wg_smem + st * kStageBytes + j * kChunkBytesA;
-        const uint4 lo = reinterpret_cast<const uint4*>(sa)[row_a * 4 + tig];
-        const uint4 hi = reinterpret_cast<const uint4*>(sa)[(row_a + 8) * 4 + tig];
-        af[j][0][0] = lo.x, af[j][0][1] = hi.x, af[j][0][2] = lo.y, af[j][0][3] = hi.y;  // step 1: words q = 0, 1
-        af[j][1][0] = lo.z, af[j][1][1] = hi.z, af[j][1][2] = lo.w, af[j][1][3] = hi.w;  // step 2: words q = 2, 3
-      }
+    for (int j = 0; j < KC; ++j) {
+      const int c = p * KC + j;
+      if (c >= chunks) break;
+      if constexpr (combine) {
+        if (c > 0 && c % cps == 0) {
+          // A segment ended: add its sum in segment order (from segment 0), start the next at 0.
+          wgmma_wait_all();
 #pragma unroll
-      for (int j = 0; j < KC; ++j) {
-        const int c = p * KC + j;
-        if (c >= chunks) break;
-        if constexpr (combine) {
-          if (c > 0 && c % cps == 0) {
-            // A segment ended: add its sum in segment order (from segment 0), start the next at 0.
-            wgmma_wait_all();
-#pragma unroll
-            for (int e = 0; e < 64; ++e) {
-              float& t = tot[e * kThreads + tid];
-              t = c == cps ? acc[e] : fadd(t, acc[e]);
-              acc[e] = 0.0f;
-            }
+          for (int e = 0; e < 64; ++e) {
+            float& t = tot[e * kThreads + tid];
+            t = c == cps ? acc[e] : fadd(t, acc[e]);
+            acc[e] = 0.0f;
           }
         }
-        const uint32_t sb = base + uint32_t(st * kStageBytes + KC * kChunkBytesA + j * kChunkBytesB);
-        wgmma_fence();
-        wgmma_step<T>(acc, af[j][0], b_desc(sb));
-        wgmma_step<T>(acc, af[j][1], b_desc(sb + wgmma_layout::kStepBytes));
-        wgmma_commit();
       }
-      // While the tensor cores run stage p's MMAs: W of stage p + S - 1 - D (loaded D iterations
-      // ago) to its buffer, last read by stage p - 1 - D <= p - 2's MMAs (waited for by every thread
-      // before the barrier above); then stage p + S - 1 (buffer of stage p - 1, likewise free): x
-      // copies, W loads into the registers just stored (same index: the stages differ by D).
-      const int kSet = (dp + S - 1) % D;  // a constant once dp's loop is unrolled
-      if (p + S - 1 - D < stages) {
-#pragma unroll
-        for (int j = 0; j < KC; ++j)
-          if ((p + S - 1 - D) * KC + j < chunks) store_w((p + S - 1 - D) % S, j, wreg[kSet][j]);
-      }
-      if (p + S - 1 < stages) {
-#pragma unroll
-        for (int j = 0; j < KC; ++j)
-          if ((p + S - 1) * KC + j < chunks) load_chunk((p + S - 1) % S, j, wreg[kSet][j]);
-      }
-      cp_async_commit();
+      const uint32_t sb = staged_base + uint32_t(b * kStagedBytes + j * kChunkBytesB);
+      wgmma_fence();
+      wgmma_step<T>(acc, af[j][0], b_desc(sb));
+      wgmma_step<T>(acc, af[j][1], b_desc(sb + wgmma_layout::kStepBytes));
+      wgmma_commit();
     }
+    // While the tensor cores run stage p: this thread's copies of stage p + 1 (group p + 1 of the
+    // S - 1 + p committed) have landed; its W words go to buffer b ^ 1, last read by stage p - 1's
+    // MMAs, which every warpgroup finished before the barrier above.
+    cp_async_wait<S - 3>();
+    if (p + 1 < stages) {
+#pragma unroll
+      for (int j = 0; j < KC; ++j)
+        if ((p + 1) * KC + j < chunks) stage_w((p + 1) % S, b ^ 1, j);
+    }
+    // Stage p + S - 1 into stage p - 1's buffers: its x was read into af and its raw W staged
+    // before the barrier above.
+    if (p + S - 1 < stages) {
+#pragma unroll
+      for (int j = 0; j < KC; ++j)
+        if ((p + S - 1) * KC + j < chunks) load_chunk((p + S - 1) % S, j);
+    }
+    cp_async_commit();  // every iteration, empty or not: group g stays stage g
   }
   wgmma_wait_all();
   cp_async_wait<0>();
@@ -279,30 +282,32 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(GemmArgs a, int
   }
 }
 
-template <typename T, int KC, int S, bool combine, int D>
-void launch_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
-  constexpr size_t smem = size_t(S) * KC * (kChunkBytesA + kChunkBytesB) + (combine ? 64 * kThreads * 4 : 0);
-  static_assert(smem <= 227 * 1024, "wgmma GEMM stages exceed shared memory");
-  auto* k = gemm_wgmma_kernel<T, KC, S, combine, D>;
-  static std::atomic<uint64_t> done{0};
-  once_per_device(done, [&] { VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem))); });
-  dim3 grid(ceil_div(a.M, kBM), ceil_div(a.N, kBN), combine ? 1 : split);
-  pdl_launch(k, grid, dim3(kThreads), smem, stream, a, split);
-  VB_CUDA_LAUNCHED();
+// Shared memory: S stages of x and raw W, two buffers of staged W, and combine's sums.
+template <int BM, int KC, int S, bool combine>
+constexpr size_t wgmma_smem_bytes() {
+  return size_t(S) * KC * (BM * 64 + kChunkBytesB) + 2 * size_t(KC) * kChunkBytesB + (combine ? 64 * 2 * BM * 4 : 0);
 }
 
-template <typename T, int D>
-void launch_depth(const GemmArgs& a, int split, bool combine, cudaStream_t stream) {
-  if (combine && split > 1) return launch_cfg<T, 2, 4, true, D>(a, split, stream);
-  launch_cfg<T, 2, 4, false, D>(a, split, stream);
+template <typename T, int BM, bool combine>
+void launch_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
+  constexpr int KC = 2, S = 4;  // 4 stages: as fast as 5, faster than 6 (H200, session 9)
+  constexpr size_t smem = wgmma_smem_bytes<BM, KC, S, combine>();
+  static_assert(smem <= 227 * 1024, "wgmma GEMM stages exceed shared memory");
+  auto* k = gemm_wgmma_kernel<T, BM, KC, S, combine>;
+  static std::atomic<uint64_t> done{0};
+  once_per_device(done, [&] { VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem))); });
+  dim3 grid(ceil_div(a.M, BM), ceil_div(a.N, kBN), combine ? 1 : split);
+  pdl_launch(k, grid, dim3(2 * BM), smem, stream, a, split);
+  VB_CUDA_LAUNCHED();
 }
 
 }  // namespace
 
 template <typename T>
-void launch_wgmma(const GemmArgs& a, int split, bool combine, int depth, cudaStream_t stream) {
-  if (depth == 2) return launch_depth<T, 2>(a, split, combine, stream);
-  launch_depth<T, 1>(a, split, combine, stream);
+void launch_wgmma(const GemmArgs& a, int split, bool combine, int rows, cudaStream_t stream) {
+  if (combine && split > 1) return launch_cfg<T, 128, true>(a, split, stream);  // the sums fill the rest
+  if (rows == 256) return launch_cfg<T, 256, false>(a, split, stream);
+  launch_cfg<T, 128, false>(a, split, stream);
 }
 template void launch_wgmma<__nv_bfloat16>(const GemmArgs&, int, bool, int, cudaStream_t);
 template void launch_wgmma<__half>(const GemmArgs&, int, bool, int, cudaStream_t);

@@ -103,10 +103,10 @@ struct GemmTuning {
   // The wgmma kernel with split > 1: 1 segments added in the kernel, 0 never, -1 by size (its
   // second set of sums fits in registers, unlike the mma.sync tiled kernel's).
   int wgmma_combine = -1;
-  // The wgmma kernel: iterations between loading a stage's W into registers and storing it to
-  // shared memory (1 or 2: a longer wait hides more of the load's latency, 16 more registers).
-  // 2: 0.6B prefill 26.2 ms vs 26.6 with 1, and faster on every 8B shape in gemm-bench (H200, s6).
-  int wgmma_depth = 2;
+  // The wgmma kernel's rows per CTA where it does not add segments itself: 128 or 256 (four
+  // warpgroups; each W byte from L2 then serves twice the outputs). 256: 8B gate_up at 2,048 rows
+  // 345 TFLOP/s vs 295, 8B prefill 136.2 ms vs 143.1 (H200, session 9).
+  int wgmma_rows = 256;
   int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks
   int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
   // v1 under PDL, weights of <= 16 MiB only (gemm.cu prefetch_for): bytes of each W row segment
