@@ -458,20 +458,24 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
   cuda::silu_mul_from(rg, T, I, t(), m2.p, nullptr);
   EXPECT_EQ(to_host<uint16_t>(m1, size_t(T) * I), to_host<uint16_t>(m2, size_t(T) * I));
 
-  // SiLU·mul in the GEMM's epilogue (unsplit W, 1..32 rows): the bits of gemm() then silu_mul()
-  // for each row tile (16 / 32 rows) and its edges, both v1 unroll depths at <= 16 rows.
+  // SiLU·mul in the GEMM's epilogue (unsplit W; v1 at 1..32 rows, wgmma past 64): the bits of
+  // gemm() then silu_mul() for each v1 row tile (16 / 32 rows) and its edges, both v1 unroll
+  // depths at <= 16 rows, and the wgmma kernel's 128- and 256-row tiles and their edges.
   ASSERT_TRUE(cuda::gemm_silu_mul_ok(1, H, I, 1));
+  ASSERT_TRUE(cuda::gemm_silu_mul_ok(65, H, I, 1));
   EXPECT_FALSE(cuda::gemm_silu_mul_ok(1, H, I, 2));
   EXPECT_FALSE(cuda::gemm_silu_mul_ok(33, H, I, 1));
   EXPECT_FALSE(cuda::gemm_silu_mul_ok(1, H, I + 8, 1));
-  const int Mmax = 32;
+  EXPECT_FALSE(cuda::gemm_silu_mul_ok(65, H, I + 32, 1));
+  const int Mmax = 300;
   Values xs = random_values(size_t(Mmax) * H, t(), 1.0f, 40);
   DevBuf dxs = to_device(xs.raw), gs(size_t(Mmax) * 2 * I * 2), ms1(size_t(Mmax) * I * 2), ms2(size_t(Mmax) * I * 2);
   for (int unroll : {4, 8})
-    for (int M : {1, 5, 16, 17, 32}) {
+    for (int M : {1, 5, 16, 17, 32, 65, 129, 256, 300}) {
       if (unroll == 8 && M > 16) continue;
       cuda::GemmTuning tun = cuda::gemm_tuning();
       tun.v1_unroll16 = unroll;
+      tun.wgmma_rows = M == 129 ? 128 : 256;  // both wgmma tiles
       const ScopedGemmTuning scoped(tun);
       cuda::GemmOut gso;
       gso.y = gs.p;
@@ -480,7 +484,8 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
       VB_CUDA(cudaMemset(ms2.p, 0xff, ms2.bytes));
       cuda::gemm_silu_mul(dxs.p, M, H, dwgu.p, I, t(), ms2.p, nullptr);
       const auto want = to_host<uint16_t>(ms1, size_t(M) * I), got = to_host<uint16_t>(ms2, size_t(Mmax) * I);
-      EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << "M " << M << ", unroll " << unroll;
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << "M " << M << ", unroll " << unroll
+                                                                     << ", wgmma rows " << tun.wgmma_rows;
       // Rows past M are never written.
       EXPECT_TRUE(std::all_of(got.begin() + long(size_t(M) * I), got.end(), [](uint16_t v) { return v == 0xffff; }))
           << "M " << M;

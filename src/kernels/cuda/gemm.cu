@@ -690,17 +690,22 @@ bool gemm_silu_mul_ok(int M, int K, int I, int split) {
     const char* e = std::getenv("VERBATIM_GEMM_SILU");
     return !(e && std::string(e) == "0");
   }();
-  // Up to 32 rows: on the H200 (session 8, s8_silu, 8B) the epilogue made steps of 1 / 8 rows
-  // 0.6-0.9% faster, 32 rows the same, and 64 rows 0.8% slower than the separate kernel.
-  return on && split == 1 && M >= 1 && M <= 32 && I % 32 == 0 && K % 8 == 0;
+  // v1 up to 32 rows: on the H200 (session 8, s8_silu, 8B) the epilogue made steps of 1 / 8 rows
+  // 0.6-0.9% faster, 32 rows the same, and 64 rows 0.8% slower than the separate kernel. Past 64
+  // rows the wgmma kernel's epilogue, where it runs (gate and up in 64-column halves of a tile).
+  const bool v1 = M >= 1 && M <= 32 && I % 32 == 0;
+  const bool wg = M > 64 && uses_tiled(M) && tiled_uses_wgmma(M) && I % 64 == 0;
+  return on && split == 1 && (v1 || wg) && K % 8 == 0;
 }
 
 void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream) {
-  if (!gemm_silu_mul_ok(M, K, I, 1)) throw Error("cuda gemm_silu_mul: needs 1..32 rows, I % 32 == 0, K % 8 == 0");
+  if (!gemm_silu_mul_ok(M, K, I, 1))
+    throw Error("cuda gemm_silu_mul: needs 1..32 rows and I % 32 == 0, or > 64 rows on wgmma and I % 64 == 0; K % 8 == 0");
   GemmArgs a{x, W, M, 2 * I, K, K, I, K, out, nullptr, nullptr};
   a.silu_cols = I;
   auto go = [&](auto tag) {
     using T = decltype(tag);
+    if (M > 64) return launch_wgmma<T>(a, 1, false, tuning().wgmma_rows, stream);
     if (M <= 16) {
       if (tuning().v1_unroll16 == 8) return launch<T, 1, 2, 8, true>(a, 1, stream);
       return launch<T, 1, 2, 4, true>(a, 1, stream);

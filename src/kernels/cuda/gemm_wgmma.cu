@@ -27,6 +27,11 @@
 // mma.sync's A fragment) x 128 columns per CTA; KC chunks of 32 k per pipeline stage, S stages.
 // BM = 256 halves the W bytes each output needs from L2 (GemmTuning::wgmma_rows); combine keeps 128
 // (its second set of sums takes the shared memory the larger tile would need).
+// SiLU epilogue (a.silu_cols = I > 0, gemm_silu_mul, split 1): the CTA's W rows 0..63 are gate rows
+// 64 y .., rows 64..127 the up rows I + 64 y ..; which CTA computes a column never changes its
+// sum. Each thread then holds gate column c in acc[4j + e] and up column c in acc[4 (j + 8) + e]
+// and writes round(round(silu(round(g))) * round(u)), silu_mul_from's arithmetic on the values the
+// GEMM would have stored.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -128,7 +133,7 @@ __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int s
 #pragma unroll
   for (int h = 0; h < kWUnits; ++h) {
     const wgmma_layout::CopyUnit cu = wgmma_layout::copy_unit(h * kThreads + tid);
-    const int n = n0 + cu.r;
+    const int n = a.silu_cols == 0 ? n0 + cu.r : (cu.r < 64 ? 0 : a.silu_cols - 64) + blockIdx.y * 64 + cu.r;
     win[h] = n < a.N;
     wrow[h] = w + int64_t(win[h] ? n : 0) * a.K + ct * 8;
     wdst[h] = uint32_t(wgmma_layout::staged_word(cu.r, cu.t, 0));
@@ -273,6 +278,23 @@ __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int s
       else out[0][jn][e] = acc[4 * jn + e];
     }
   const int m_base = m0 + (warp >> 2) * 64 + (warp & 3) * 16;
+  if (!combine && a.silu_cols > 0) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = m_base + h * 8 + gid;
+      if (m >= a.M) continue;
+#pragma unroll
+      for (int jn = 0; jn < 8; ++jn) {
+        const float* g = out[0][jn] + 2 * h;
+        const float* u = out[0][jn + 8] + 2 * h;
+        const float o0 = fmul(round_as<T>(silu_f32(round_as<T>(g[0]))), round_as<T>(u[0]));
+        const float o1 = fmul(round_as<T>(silu_f32(round_as<T>(g[1]))), round_as<T>(u[1]));
+        *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(m) * a.ldy + blockIdx.y * 64 + jn * 8 + tig * 2) =
+            pack2<T>(o0, o1);
+      }
+    }
+    return;
+  }
   if constexpr (combine) {
     GemmArgs o = a;
     o.partial = nullptr;  // the sum is whole: store it as the unsplit kernel would
@@ -296,7 +318,7 @@ void launch_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
   auto* k = gemm_wgmma_kernel<T, BM, KC, S, combine>;
   static std::atomic<uint64_t> done{0};
   once_per_device(done, [&] { VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem))); });
-  dim3 grid(ceil_div(a.M, BM), ceil_div(a.N, kBN), combine ? 1 : split);
+  dim3 grid(ceil_div(a.M, BM), a.silu_cols > 0 ? a.silu_cols / 64 : ceil_div(a.N, kBN), combine ? 1 : split);
   pdl_launch(k, grid, dim3(2 * BM), smem, stream, a, split);
   VB_CUDA_LAUNCHED();
 }

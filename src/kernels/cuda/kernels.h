@@ -63,9 +63,10 @@ struct GemmOut {
 void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, int split, GemmOut out,
           float* workspace, size_t workspace_bytes, cudaStream_t stream);
 // out[M, I] = round(round(silu(g)) * u) with [g | u] = x · W^T (W: [2 I, K], the gate rows then the
-// up rows) in one launch: the v1 GEMM's sums with silu_mul's arithmetic in its epilogue, so the
-// bits of gemm() then silu_mul(). Only for an unsplit W (split == 1), 1..32 rows, I % 32 == 0:
-// gemm_silu_mul_ok says (false also with VERBATIM_GEMM_SILU=0, to measure the difference).
+// up rows) in one launch: the GEMM's sums (v1 at 1..32 rows, the wgmma kernel past 64) with
+// silu_mul's arithmetic in its epilogue, so the bits of gemm() then silu_mul(). Only for an unsplit
+// W (split == 1) and I % 32 == 0 (v1) or I % 64 == 0 (wgmma): gemm_silu_mul_ok says (false also
+// with VERBATIM_GEMM_SILU=0, to measure the difference).
 bool gemm_silu_mul_ok(int M, int K, int I, int split);
 void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream);
 // The tile configuration name for M rows (for kernel_config / benchmarks).
