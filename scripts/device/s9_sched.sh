@@ -6,6 +6,8 @@
 # with schedule 3 (the default) and 0. Speed: gemm-bench at 2,048 rows for schedules 0-3, engine-
 # bench 2,048-token prefill alternated 0 / 3, two rounds on 8B; ncu of one gate_up launch (schedule
 # 3) and the per-kernel durations of one 8B 2,048-token prefill.
+# Ran on a binary whose knob (VERBATIM_GEMM_WGMMA_SCHED) was removed after it (no schedule
+# differed): kept as the record of h200_s9_sched_*.
 # Pack: pack.sh build-cuda verbatim tests/cuda_ops_test tests/cuda_model_test tests/cuda_invariance_test
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
