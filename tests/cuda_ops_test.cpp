@@ -835,6 +835,11 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   for (int heads : {4, 8}) {
   AttnFixture f(t(), heads, 2, 128, {1100, 900}, bs);
   const auto ref = f.gpu(all_tokens(f));
+  // The fold kernel summing each tile's whole P·V before folding it gives the same bits.
+  cuda::set_attention_fold_pv(0);
+  const auto ref_whole_pv = f.gpu(all_tokens(f));
+  cuda::set_attention_fold_pv(-1);
+  for (const auto& [k, v] : ref_whole_pv) ASSERT_EQ(v, ref.at(k)) << "fold of whole-tile P·V, pos " << k.second;
   for (int warps : {1, 4, 0})
   for (int tile_kernel : {0, 1, 2}) {
     if (warps == 4 && tile_kernel != 0) continue;  // four warps never take the tile kernel
@@ -859,8 +864,13 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   cuda::set_attention_tile_kernel(-1);
   if (heads == 8) continue;
   // Decode rows as whole-row items folded in one CTA each (the graph's fold layout).
-  const auto folded = f.gpu({{0, 64}, {0, 1099}, {1, 0}, {1, 899}}, 64, true);
-  for (const auto& [k, v] : folded) EXPECT_EQ(v, ref.at(k)) << "folded decode row, pos " << k.second;
+  for (int fold_pv : {0, 1}) {
+    cuda::set_attention_fold_pv(fold_pv);
+    const auto folded = f.gpu({{0, 64}, {0, 1099}, {1, 0}, {1, 899}}, 64, true);
+    for (const auto& [k, v] : folded)
+      EXPECT_EQ(v, ref.at(k)) << "folded decode row, pos " << k.second << ", fold P·V " << fold_pv;
+  }
+  cuda::set_attention_fold_pv(-1);
   // Control: another query position reads other keys, so its output differs.
   EXPECT_NE(ref.at({0, 1099}), ref.at({0, 1098}));
   }

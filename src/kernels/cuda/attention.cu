@@ -182,15 +182,14 @@ struct KInRegs {
 struct NothingBeforePV {
   __device__ __forceinline__ void operator()() const {}
 };
-// before_pv() runs after the scores and probabilities, before V is read (the tile kernel waits
-// for its V copy there, so the copy overlaps Q·K^T).
-template <typename T, int HD, typename KSrc, typename BeforePV = NothingBeforePV>
-__device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], const KSrc& kf, const T* vs, int t0,
-                                             const int (&pos)[2], const bool (&valid)[2], const float (&m_in)[2],
-                                             float scale, float (&mn)[2], float (&sum)[2], bool (&active)[2],
-                                             float (&o)[HD / 8][4], BeforePV before_pv = {}) {
+// tile_compute's first half: the scores, then the probabilities in s (rows gid, gid + 8 of key
+// block nt at s[nt][2h], s[nt][2h + 1]), mn, sum and active.
+template <typename T, int HD, typename KSrc>
+__device__ __forceinline__ void tile_scores(const uint32_t (&qa)[HD / 16][4], const KSrc& kf, int t0,
+                                            const int (&pos)[2], const bool (&valid)[2], const float (&m_in)[2],
+                                            float scale, float (&s)[8][4], float (&mn)[2], float (&sum)[2],
+                                            bool (&active)[2]) {
   const int lane = threadIdx.x & 31, tig = lane & 3;
-  float s[8][4];
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
@@ -241,25 +240,51 @@ __device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], c
     sm = fadd(sm, __shfl_xor_sync(0xffffffffu, sm, 2));
     sum[h] = sm;
   }
+}
+// V's fragments of key block j (16 keys) for output columns 8 nt .. 8 nt + 15 (ldmatrix).
+template <typename T, int HD>
+__device__ __forceinline__ void v_frags(const T* vs, int j, int nt, uint32_t (&b)[4]) {
+  const int lane = threadIdx.x & 31, mi = lane >> 3, ri = lane & 7;
+  const T* src = vs + (j * 16 + (mi & 1) * 8 + ri) * Smem<HD>::kVStride + (nt + (mi >> 1)) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+               : "r"(smem_addr(src)));
+}
+// The probabilities as MMA A fragments, key block j (16 keys) in pa[j].
+template <typename T>
+__device__ __forceinline__ void p_frags(const float (&s)[8][4], uint32_t (&pa)[4][4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    pa[j][0] = pack2<T>(s[2 * j][0], s[2 * j][1]);
+    pa[j][1] = pack2<T>(s[2 * j][2], s[2 * j][3]);
+    pa[j][2] = pack2<T>(s[2 * j + 1][0], s[2 * j + 1][1]);
+    pa[j][3] = pack2<T>(s[2 * j + 1][2], s[2 * j + 1][3]);
+  }
+}
+// before_pv() runs after the scores and probabilities, before V is read (the tile kernel waits
+// for its V copy there, so the copy overlaps Q·K^T).
+template <typename T, int HD, typename KSrc, typename BeforePV = NothingBeforePV>
+__device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], const KSrc& kf, const T* vs, int t0,
+                                             const int (&pos)[2], const bool (&valid)[2], const float (&m_in)[2],
+                                             float scale, float (&mn)[2], float (&sum)[2], bool (&active)[2],
+                                             float (&o)[HD / 8][4], BeforePV before_pv = {}) {
+  float s[8][4];
+  tile_scores<T, HD>(qa, kf, t0, pos, valid, m_in, scale, s, mn, sum, active);
   before_pv();
 #pragma unroll
   for (int n = 0; n < HD / 8; ++n)
 #pragma unroll
     for (int c = 0; c < 4; ++c) o[n][c] = 0.0f;
+  uint32_t pa[4][4];
+  p_frags<T>(s, pa);
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const uint32_t pa[4] = {pack2<T>(s[2 * j][0], s[2 * j][1]), pack2<T>(s[2 * j][2], s[2 * j][3]),
-                            pack2<T>(s[2 * j + 1][0], s[2 * j + 1][1]), pack2<T>(s[2 * j + 1][2], s[2 * j + 1][3])};
-    const int mi = lane >> 3, ri = lane & 7;
 #pragma unroll
     for (int nt = 0; nt < HD / 8; nt += 2) {
-      const T* src = vs + (j * 16 + (mi & 1) * 8 + ri) * Smem<HD>::kVStride + (nt + (mi >> 1)) * 8;
-      uint32_t b0, b1, b2, b3;
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
-                   : "r"(smem_addr(src)));
-      mma16816<T>(o[nt], pa, b0, b1);
-      mma16816<T>(o[nt + 1], pa, b2, b3);
+      uint32_t b[4];
+      v_frags<T, HD>(vs, j, nt, b);
+      mma16816<T>(o[nt], pa[j], b[0], b[1]);
+      mma16816<T>(o[nt + 1], pa[j], b[2], b[3]);
     }
   }
 }
@@ -602,8 +627,11 @@ size_t tile_kernel_smem() { return Smem<HD>::kVElems * sizeof(T) + sizeof(uint64
 
 // Whole-row items (contract, parts of one tile): every tile of the rows, each tile's state
 // (m_t, 0 + sum, 0 + P·V: the per-part kernel's arithmetic for a one-tile part) folded in order.
-template <typename T, int HD>
-__global__ void __launch_bounds__(kThreads) attention_fold_kernel(AttnArgs a, int item_offset) {
+// PV_FOLD: each 16-column block of the tile's P·V is folded into the output as soon as its four
+// key blocks are summed (the same MMAs in the same order per element, then the same fold), so the
+// tile's whole P·V never occupies registers at once: 3 CTAs per SM instead of 2.
+template <typename T, int HD, bool PV_FOLD>
+__global__ void __launch_bounds__(kThreads, PV_FOLD ? 3 : 1) attention_fold_kernel(AttnArgs a, int item_offset) {
   pdl_begin();  // before any memory access or return (common.cuh)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);
@@ -646,7 +674,44 @@ __global__ void __launch_bounds__(kThreads) attention_fold_kernel(AttnArgs a, in
     __syncthreads();
     const T* ks = smem + size_t(buf) * Smem<HD>::kStageElems;
     const T* vs = ks + Smem<HD>::kKElems;
-    if (warp_active) {
+    if (PV_FOLD && warp_active) {
+      const float fresh[2] = {kNegInf, kNegInf};
+      float s[8][4], mn[2], sum[2], fa[2] = {0.0f, 0.0f}, fb[2] = {0.0f, 0.0f};
+      bool active[2];
+      tile_scores<T, HD>(qa, KFromSmem<T, HD>{ks}, t0, pos, valid, fresh, a.scale, s, mn, sum, active);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (!active[h]) continue;
+        const float lt = fadd(0.0f, sum[h]);  // the tile's state, as the per-part kernel leaves it
+        if (it == 0) m[h] = mn[h], l[h] = lt;
+        else fold_scalars(m[h], l[h], mn[h], lt, fa[h], fb[h]);
+      }
+      uint32_t pa[4][4];
+      p_frags<T>(s, pa);
+#pragma unroll
+      for (int nt = 0; nt < HD / 8; nt += 2) {
+        float o[2][4] = {};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          uint32_t b[4];
+          v_frags<T, HD>(vs, j, nt, b);
+          mma16816<T>(o[0], pa[j], b[0], b[1]);
+          mma16816<T>(o[1], pa[j], b[2], b[3]);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if (!active[h]) continue;
+#pragma unroll
+          for (int q = 0; q < 2; ++q)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              float& r = acc[nt + q][2 * h + e];
+              r = it == 0 ? fadd(0.0f, o[q][2 * h + e])
+                          : fadd(fmul(r, fa[h]), fmul(fadd(0.0f, o[q][2 * h + e]), fb[h]));
+            }
+        }
+      }
+    } else if (warp_active) {
       const float fresh[2] = {kNegInf, kNegInf};
       float mn[2], sum[2], o[HD / 8][4];
       bool active[2];
@@ -722,7 +787,9 @@ void prepare_hd() {
                                int(2 * stage_bytes<T, HD>())));
   VB_CUDA(cudaFuncSetAttribute(attention_part_kernel<T, HD, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                int(2 * stage_bytes<T, HD>())));
-  VB_CUDA(cudaFuncSetAttribute(attention_fold_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  VB_CUDA(cudaFuncSetAttribute(attention_fold_kernel<T, HD, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(2 * stage_bytes<T, HD>())));
+  VB_CUDA(cudaFuncSetAttribute(attention_fold_kernel<T, HD, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                int(2 * stage_bytes<T, HD>())));
 }
 
@@ -740,6 +807,18 @@ int tile_kernel_mode() {
     const char* e = std::getenv("VERBATIM_ATTN_TILE_KERNEL");
     const std::string s = e ? e : "";
     return s == "0" ? 0 : s == "2" ? 2 : 1;
+  }();
+  return env;
+}
+// Whether the fold kernel folds P·V block by block (PV_FOLD): -1 = VERBATIM_ATTN_FOLD_PV (default
+// 1), else set by set_attention_fold_pv (tests). Same bits either way.
+std::atomic<int> g_fold_pv{-1};
+bool fold_pv_mode() {
+  const int v = g_fold_pv.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  static const bool env = [] {
+    const char* e = std::getenv("VERBATIM_ATTN_FOLD_PV");
+    return !(e && std::string(e) == "0");
   }();
   return env;
 }
@@ -789,8 +868,9 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
     VB_CUDA_LAUNCHED();
   }
   if (g.fold_end > g.fold_begin) {
-    pdl_launch(attention_fold_kernel<T, HD>, dim3(g.fold_end - g.fold_begin, a.kv_heads), dim3(kThreads),
-               2 * stage_bytes<T, HD>(), stream, a, g.fold_begin);
+    pdl_launch(fold_pv_mode() ? attention_fold_kernel<T, HD, true> : attention_fold_kernel<T, HD, false>,
+               dim3(g.fold_end - g.fold_begin, a.kv_heads), dim3(kThreads), 2 * stage_bytes<T, HD>(), stream, a,
+               g.fold_begin);
     VB_CUDA_LAUNCHED();
   }
 }
@@ -917,6 +997,11 @@ void attention_prepare() {
 void set_attention_tile_kernel(int mode) {
   if (mode < -1 || mode > 2) throw Error("cuda attention: tile kernel mode must be -1, 0, 1 or 2");
   g_tile_kernel.store(mode, std::memory_order_relaxed);
+}
+
+void set_attention_fold_pv(int mode) {
+  if (mode < -1 || mode > 1) throw Error("cuda attention: fold P·V mode must be -1, 0 or 1");
+  g_fold_pv.store(mode, std::memory_order_relaxed);
 }
 
 void set_attention_small_item_warps(int warps) {

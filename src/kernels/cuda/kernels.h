@@ -215,6 +215,10 @@ void set_attention_small_item_warps(int warps);
 // one-warp per-part kernel, -1 VERBATIM_ATTN_TILE_KERNEL (default 1). Same bits every way
 // (cuda_ops_test AttentionMergeOfManyPartsIsTheFold runs each).
 void set_attention_tile_kernel(int mode);
+// The fold kernel (whole-row items of > 16 rows: prefill): 1 folds each 16-column block of a tile's
+// P·V into the output as it is summed (fewer registers, 3 CTAs per SM), 0 sums the whole tile's
+// P·V first, -1 VERBATIM_ATTN_FOLD_PV (default 1). Same bits either way (cuda_ops_test).
+void set_attention_fold_pv(int mode);
 int attention_query_tile(int heads_per_kv);  // query tokens per work item (rows = tokens * group <= 64)
 size_t attention_state_floats(int head_dim);  // floats per (token, part, head) state
 
