@@ -17,7 +17,7 @@
 //   after cp.async.wait_group, so the move needs no barrier of its own, no register holds W across
 //   iterations, and the copy's latency hides behind S - 2 stages of MMAs. (Sessions 6-8 held W in
 //   registers between its load and its store: ncu found the kernel waiting on those loads, and
-//   through shared memory it is 1.2-1.35x faster on the 8B shapes, H200 session 9.)
+//   through shared memory it is 1.16-1.35x faster on the 8B shapes, H200 session 9.)
 // Segments (split-K) and zero-fill past a segment's end or past M / N are v1's: chunks of a
 // segment ascend from its start, a segment sum starts at 0, the CTA either adds its segments in
 // segment order (combine) or stores one segment's sum to the partials. tests/cuda_ops_test
