@@ -163,8 +163,9 @@ TEST_P(CudaOps, GemmRowBitsAreTheSameForEveryM) {
 // One GEMM's raw output bytes, every output buffer poisoned first (0xFF: NaN in every dtype), so
 // an element a kernel forgets to write shows up as a difference. what: 0 rounded y, 1 fp32 y32,
 // 2 the split-K partials a fused consumer reads (partials_only).
-std::vector<uint8_t> gemm_bytes(const DevBuf& x, int M, int K, const DevBuf& w, int N, DType t, int split, int what) {
-  DevBuf ws(size_t(64) << 20);
+std::vector<uint8_t> gemm_bytes(const DevBuf& x, int M, int K, const DevBuf& w, int N, DType t, int split, int what,
+                                size_t ws_bytes = size_t(64) << 20) {
+  DevBuf ws(ws_bytes);
   VB_CUDA(cudaMemset(ws.p, 0xFF, ws.bytes));
   cuda::GemmOut out;
   size_t bytes = size_t(M) * N * (what == 1 ? 4 : 2);
@@ -193,11 +194,12 @@ struct KernelUnderTest {
   const char* name;
 };
 cuda::GemmTuning tuned(int combine, bool wide, int v1_m64, int unroll16 = 4, bool wgmma = false, int wg_combine = -1,
-                       int wg_rows = 128) {
+                       int wg_rows = 128, int wg_sum_rows = 128) {
   cuda::GemmTuning t;
   t.tiled_wgmma = wgmma;
   t.wgmma_combine = wg_combine;
   t.wgmma_rows = wg_rows;
+  t.wgmma_sum_rows = wg_sum_rows;
   t.v1_unroll16 = unroll16;
   t.tiled_combine = combine;
   t.tiled_wide = wide;
@@ -221,6 +223,8 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
       {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 0), "tiled, wgmma past 64 rows, segments to partials"},
       {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 0, 256), "tiled, wgmma with 256-row CTAs, to partials"},
       {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, -1, 256), "tiled, wgmma with 256-row CTAs, added by size"},
+      {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 1, 256, 256),
+       "tiled, wgmma with 256-row CTAs, segments added in the kernel (sums in the workspace)"},
       {cuda::GemmKernel::V1, tuned(-1, false, 1), "v1, 64 x 32 tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 2), "v1, two 32-row tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 0, 8), "v1, 8 chunks per round at <= 16 rows"},
@@ -276,6 +280,39 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
     ScopedGemmTuning tune(k.tuning);
     const std::vector<uint8_t> other = gemm_bytes(dx, 200, s.K, dw2, s.N, t(), cuda::gemm_split_for(s.N, s.K), 0);
     EXPECT_NE(std::memcmp(v1.data(), other.data(), v1.size()), 0) << k.name;
+  }
+}
+
+// The wgmma kernel adding segments on 256-row CTAs keeps its sums in the workspace, in passes of
+// whole 256-row tiles that fit: several passes (the last of > 64 rows), a pass shortened so the last
+// is not <= 64 rows, and no pass at all (128-row CTAs) must all give v1's bits. The workspace starts
+// as NaN bytes, so a sum that read it before writing would show.
+TEST_P(CudaOps, GemmWgmmaSumsInWorkspaceGiveV1BitsInEveryPass) {
+  const GemmShape s{1024, 2048};
+  const int split = cuda::gemm_split_for(s.N, s.K);
+  ASSERT_GT(split, 1);
+  const int Mmax = 830;
+  Values x = random_values(size_t(Mmax) * s.K, t(), 1.0f, 21), w = random_values(size_t(s.N) * s.K, t(), 0.05f, 22);
+  DevBuf dx = to_device(x.raw), dw = to_device(w.raw);
+  const size_t tile = size_t(s.N / 128) * 64 * 512 * sizeof(float);  // one 256-row pass of sums
+  struct Case {
+    int M;
+    size_t tiles;
+  };
+  // Passes: 830 with 2 tiles 512 + 318; 600 with 2: 512 + 88; 600 with 8: one; 800 with 3: 768 + 32
+  // would end at <= 64 rows, so 512 + 288; 830 with 1 (256 x 3 + 62) and 300 with 1 (256 + 44): none.
+  for (const Case c : {Case{830, 2}, Case{600, 2}, Case{600, 8}, Case{800, 3}, Case{830, 1}, Case{300, 1}}) {
+    std::vector<uint8_t> v1;
+    {
+      ScopedGemmKernel use(cuda::GemmKernel::V1);
+      ScopedGemmTuning tune(tuned(-1, false, 0));
+      v1 = gemm_bytes(dx, c.M, s.K, dw, s.N, t(), split, 0);
+    }
+    ScopedGemmKernel use(cuda::GemmKernel::Tiled);
+    ScopedGemmTuning tune(tuned(0, false, 0, 4, true, 1, 256, 256));
+    const std::vector<uint8_t> other = gemm_bytes(dx, c.M, s.K, dw, s.N, t(), split, 0, c.tiles * tile);
+    ASSERT_EQ(v1.size(), other.size());
+    EXPECT_EQ(std::memcmp(v1.data(), other.data(), v1.size()), 0) << "M " << c.M << ", workspace of " << c.tiles << " tiles";
   }
 }
 

@@ -179,3 +179,23 @@ inv_of_record() {
   inv 06_bf16 $1 bfloat16 VERBATIM_TEST_EXPECT_DIGEST=02fdf9975bf8eafb
   inv 06_fp16 $1 float16 VERBATIM_TEST_EXPECT_DIGEST=9ca352b0e004b7b3
 }
+# gemm_2048 TAG KERNELS [BIN]: gemm-bench at 2,048 rows on the 8B and 0.6B layers (KERNELS: its
+# --kernels list) with BIN (default $VB), JSON to $OUT/gemm_2048TAG.json, the table to the log.
+gemm_2048() {
+  local tag=$1 kernels=$2 bin=${3:-$VB}
+  timeout 100 "$bin" gemm-bench --archs qwen3-8b,qwen3-0.6b --m 2048 --kernels "$kernels" \
+    --json $OUT/gemm_2048$tag.json > $OUT/gemm_2048$tag.log 2>&1
+  say "gemm-bench 2048$tag rc=$?"
+  cat $OUT/gemm_2048$tag.log | tee -a $LOG
+}
+# ncu_prefill DIR: per-kernel durations of one 2,048-token prefill on DIR (an 8B folder) within the
+# budget left, to $OUT/ncu_prefill_8.txt; its head to the log.
+ncu_prefill() {
+  [ "$(left)" -gt 45 ] || { say "skip ncu prefill: $(left) s left"; return; }
+  timeout $(( $(left) - 5 )) "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+    "$VB" engine-bench --model "$1" --device cuda --batches 1 --context 64 --steps 1 --prefill 2048 \
+    --no-context-prefill > $W/ncu_prefill.csv 2> $W/ncu_prefill.err
+  say "ncu prefill rc=$?"
+  python3 scripts/device/ncu_summary.py $W/ncu_prefill.csv $OUT/ncu_prefill_8.txt > /dev/null
+  head -14 $OUT/ncu_prefill_8.txt | tee -a $LOG
+}

@@ -922,7 +922,23 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
   std::vector<AttnItem> small, large, fold;
   AttnLaunch cur;
   int states = 0;
+  auto last_pos = [&](const AttnItem& it) {
+    int m = 0;
+    for (int i = it.first; i < it.first + it.count; ++i) m = std::max(m, positions[i]);
+    return m;
+  };
   auto close_group = [&] {
+    // Fold CTAs longest first (most key tiles): the last to launch are short, so the GPU does not
+    // wait on a few long ones at the end (a prompt's later tokens see more keys). CTA order only:
+    // each item's arithmetic is its own.
+    // VERBATIM_ATTN_LONGEST_FIRST=0: the plan's order (for A/B timing).
+    static const bool longest_first = [] {
+      const char* e = std::getenv("VERBATIM_ATTN_LONGEST_FIRST");
+      return !(e && std::string(e) == "0");
+    }();
+    if (longest_first)
+      std::stable_sort(fold.begin(), fold.end(),
+                       [&](const AttnItem& x, const AttnItem& y) { return last_pos(x) / kTile > last_pos(y) / kTile; });
     cur.small_begin = int(plan.items.size());
     plan.items.insert(plan.items.end(), small.begin(), small.end());
     cur.small_end = cur.large_begin = int(plan.items.size());

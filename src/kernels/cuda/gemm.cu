@@ -456,6 +456,7 @@ GemmTuning tuning_from_env() {
   t.tiled_wgmma = num("VERBATIM_GEMM_WGMMA", t.tiled_wgmma ? 1 : 0) == 1;
   t.wgmma_combine = num("VERBATIM_GEMM_WGMMA_COMBINE", t.wgmma_combine);
   t.wgmma_rows = num("VERBATIM_GEMM_WGMMA_ROWS", t.wgmma_rows) == 256 ? 256 : 128;
+  t.wgmma_sum_rows = num("VERBATIM_GEMM_WGMMA_SUM_ROWS", t.wgmma_sum_rows);
   t.v1_m64 = num("VERBATIM_GEMM_V1_M64", num("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
   t.v1_unroll16 = num("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
   t.v1_prefetch_bytes = std::max(0, num("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
@@ -560,7 +561,8 @@ void launch_tiled_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   if (a.M <= 16) return launch_tiled_cfg<T, 16, 128, 1, 8, 8, combine>(a, split, stream);
   if (a.M <= 32) return launch_tiled_cfg<T, 32, 128, 1, 8, 6, combine>(a, split, stream);
   if (a.M <= 64) return launch_tiled_cfg<T, 64, 128, 1, 8, 5, combine>(a, split, stream);
-  if (tiled_uses_wgmma(a.M)) return launch_wgmma<T>(a, split, combine, tuning().wgmma_rows, stream);
+  if (tiled_uses_wgmma(a.M))
+    return launch_wgmma<T>(a, split, combine, tuning().wgmma_rows, stream);  // (a.tot: 256 rows, adding)
   // Adding segments in the kernel keeps a second set of sums: 16 warps of 32 x 32 fit it in
   // registers (8 warps of 64 x 32 spill); without it, 8 warps of 64 x 32 read less shared memory.
   if (combine) return launch_tiled_cfg<T, 128, 128, 4, 4, 4, true>(a, split, stream);
@@ -610,6 +612,23 @@ void launch_any(const GemmArgs& a, int split, cudaStream_t stream) {
     return launch_v2_for_m<T>(a, split, stream);
   }
   launch_for_m<T>(a, split, stream);
+}
+
+// Rows per pass of the wgmma kernel adding segments on 256-row CTAs (sums in the workspace): whole
+// 256-row tiles that fit, and every pass over 64 rows (fewer would not run the wgmma kernel). 0:
+// not that kernel (GemmTuning::wgmma_sum_rows 128, or no pass fits), 128-row CTAs in one pass.
+int wgmma_sum_pass_rows(int M, int N, int K, size_t workspace_bytes) {
+  const int rows = tuning().wgmma_sum_rows;
+  if (!tiled_uses_wgmma(M) || rows == 128) return 0;
+  // By size (-1): 256 rows where K is long and the tiles still fill the GPU. H200, session 10, 2,048
+  // rows: 8B qkv / o (K 4,096; 384 / 256 CTAs) 269 / 267 TFLOP/s on 256 rows against 259 / 255 on
+  // 128; 0.6B o (64 CTAs of 256 rows) 110 against 214, qkv / gate_up (K 1,024) 188 / 193 against
+  // 198 / 202.
+  if (rows != 256 && (K < 4096 || int64_t(ceil_div(M, 256)) * ceil_div(N, 128) < 128)) return 0;
+  const size_t fit = workspace_bytes / gemm_impl::wgmma_tot_bytes(256, N);
+  int pass = int(std::min<size_t>(size_t(ceil_div(M, 256)), fit)) * 256;
+  while (pass > 256 && M % pass > 0 && M % pass <= 64) pass -= 256;
+  return pass > 0 && (M % pass == 0 || M % pass > 64) ? pass : 0;
 }
 
 }  // namespace
@@ -668,7 +687,7 @@ size_t gemm_workspace_bytes(int M, int N, int split) {
 
 std::string gemm_tile_name(int M) {
   if (uses_tiled(M)) {
-    if (tiled_uses_wgmma(M))  // (split layers that add their segments keep 128 rows)
+    if (tiled_uses_wgmma(M))  // (split layers that add their segments: wgmma_sum_rows)
       return tuning().wgmma_rows == 256 ? "tiled-wgmma:m256n128k64" : "tiled-wgmma:m128n128k64";
     const TiledShape t = tiled_shape(M);
     return "tiled-cpasync:m" + std::to_string(t.bm) + "n" + std::to_string(t.bn);
@@ -728,6 +747,15 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
   const int ldy = out.ldy ? out.ldy : N;
   GemmArgs a{x, W, M, N, K, ldx, ldy, split > 1 ? K / split : K, out.y, out.y32, nullptr};
   const size_t ebytes = dtype_size(t);
+  // Rows [m0, m0 + rows) of the GEMM: each row is computed the same way in any slice.
+  auto slice = [&](int m0, int rows) {
+    GemmArgs s = a;
+    s.M = rows;
+    s.x = static_cast<const char*>(x) + size_t(m0) * ldx * ebytes;
+    if (out.y) s.y = static_cast<char*>(out.y) + size_t(m0) * ldy * ebytes;
+    if (out.y32) s.y32 = out.y32 + size_t(m0) * ldy;
+    return s;
+  };
   int rows_per_pass = M;
   if (split > 1 && out.partials_only) {
     if (gemm_workspace_bytes(M, N, split) > workspace_bytes) throw Error("cuda gemm: partials do not fit the workspace");
@@ -737,22 +765,26 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
     return;
   }
   if (split > 1 && gemm_sums_in_kernel(M, N, split)) {
-    // The tiled kernel adds the segments itself, in segment order: no partials, no reduce.
-    launch_for_dtype(a, split, t, stream);
+    // The tiled kernel adds the segments itself, in segment order: no partials, no reduce. The
+    // wgmma kernel on 256-row CTAs keeps its running sums in the workspace: rows in passes of
+    // whole 256-row tiles that fit (none fit: 128-row CTAs, sums in shared memory).
+    const int pass = workspace ? wgmma_sum_pass_rows(M, N, K, workspace_bytes) : 0;
+    if (pass == 0) return launch_for_dtype(a, split, t, stream);
+    for (int m0 = 0; m0 < M; m0 += pass) {
+      GemmArgs s = slice(m0, std::min(pass, M - m0));
+      s.tot = workspace;
+      launch_for_dtype(s, split, t, stream);
+    }
     return;
   }
   if (split > 1) {
-    // Slice M so the partials fit the workspace; each row is computed the same way in any slice.
+    // Slice M so the partials fit the workspace.
     const size_t per_row = size_t(split) * size_t(N) * sizeof(float);
     rows_per_pass = int(std::min<size_t>(size_t(M), workspace_bytes / per_row));
     if (rows_per_pass <= 0) throw Error("cuda gemm: workspace too small for one row");
   }
   for (int m0 = 0; m0 < M; m0 += rows_per_pass) {
-    GemmArgs s = a;
-    s.M = std::min(rows_per_pass, M - m0);
-    s.x = static_cast<const char*>(x) + size_t(m0) * ldx * ebytes;
-    if (out.y) s.y = static_cast<char*>(out.y) + size_t(m0) * ldy * ebytes;
-    if (out.y32) s.y32 = out.y32 + size_t(m0) * ldy;
+    GemmArgs s = slice(m0, std::min(rows_per_pass, M - m0));
     if (split > 1) s.partial = workspace;
     launch_for_dtype(s, split, t, stream);
     if (split > 1) {

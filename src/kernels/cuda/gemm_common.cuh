@@ -23,6 +23,10 @@ struct GemmArgs {
   // v1 with the SiLU epilogue (gemm_silu_mul): W's rows [0, silu_cols) are the gate, [silu_cols,
   // 2 silu_cols) the up projection; y [M, ldy] receives round(round(silu(g)) * u).
   int silu_cols = 0;
+  // wgmma, segments added in the kernel with 256-row CTAs: the running sums of whole segments, 64 x
+  // 512 floats per CTA (CTA b at b * 32768; the GEMM workspace). Null: 128-row CTAs keep them in
+  // shared memory. Each thread reads back only what it wrote itself.
+  float* tot = nullptr;
 };
 
 // Writes a warp's MT x NT tile of sums: to the segment's partials, the fp32 output, or rounded.

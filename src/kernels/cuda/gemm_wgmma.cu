@@ -13,7 +13,7 @@
 //   words (t = 0..3, q = 2s + g) of its chunk. Staging is therefore a 4 x 4 transpose of 4-byte
 //   words per row and chunk. Each thread copies its 16-byte units of W by cp.async into a raw ring
 //   of S stages beside x, and one iteration before the chunk is read moves its own words to the
-//   staged layout (a second ring of two buffers). A thread's own cp.async writes are visible to it
+//   staged layout (a second ring of 2 + LAG buffers). A thread's own cp.async writes are visible to it
 //   after cp.async.wait_group, so the move needs no barrier of its own, no register holds W across
 //   iterations, and the copy's latency hides behind S - 2 stages of MMAs. (Sessions 6-8 held W in
 //   registers between its load and its store: ncu found the kernel waiting on those loads, and
@@ -24,9 +24,11 @@
 // GemmKernelsAreV1BitForBit compares it with v1 byte for byte.
 //
 // Tile: BM rows (BM / 64 warpgroups of 64 rows; each warp of a warpgroup holds 16 rows, as
-// mma.sync's A fragment) x 128 columns per CTA; KC chunks of 32 k per pipeline stage, S stages.
-// BM = 256 halves the W bytes each output needs from L2 (GemmTuning::wgmma_rows); combine keeps 128
-// (its second set of sums takes the shared memory the larger tile would need).
+// mma.sync's A fragment) x 128 columns per CTA; KC chunks of 32 k per pipeline stage, S stages;
+// LAG stages of MMAs (0 or 1) still running while the next stage's fragments are loaded.
+// BM = 256 halves the W bytes each output needs from L2 (GemmTuning::wgmma_rows). Combine's second
+// set of sums takes 64 KB of shared memory at 128 rows; at 256 (GemmTuning::wgmma_sum_rows) it is
+// kept in the GEMM workspace instead (a.tot), so the split layers get the larger tile too.
 // SiLU epilogue (a.silu_cols = I > 0, gemm_silu_mul, split 1): the CTA's W rows 0..63 are gate rows
 // 64 y .., rows 64..127 the up rows I + 64 y ..; which CTA computes a column never changes its
 // sum. Each thread then holds gate column c in acc[4j + e] and up column c in acc[4 (j + 8) + e]
@@ -52,7 +54,11 @@ __device__ __forceinline__ void st_shared32(uint32_t addr, uint32_t v) {
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// Until at most N of this warpgroup's committed MMA groups are still running.
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
 
 // Shared-memory matrix descriptor, no swizzle (gemm_wgmma_layout.h): start address, LBO = the
 // k-group stride, SBO = the 8-row-group stride.
@@ -91,9 +97,13 @@ __device__ __forceinline__ void wgmma_step(float (&d)[64], const uint32_t (&a)[4
   }
 }
 
-template <typename T, int BM, int KC, int S, bool combine>
+template <typename T, int BM, int KC, int S, int LAG, bool combine>
 __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int split) {
   static_assert(S >= 3, "stage p + 1 must be waited for while stage p is multiplied");
+  static_assert(LAG == 0 || LAG == 1, "stages of MMAs left running when the next is prepared");
+  static_assert(LAG == 0 || KC == 1, "with one stage running, a segment's end is found at a stage's start");
+  constexpr int kSets = LAG + 1;                // sets of A fragments
+  constexpr int kStagedBufs = 2 + LAG;          // staged W buffers
   static_assert(BM == 128 || BM == 256, "warpgroups of 64 rows, 2 or 4");
   constexpr int kThreads = 2 * BM;                     // 4 warps (128 threads) per 64 rows
   constexpr int kChunkBytesA = BM * 64;                // one 32-k chunk of the CTA's x rows
@@ -176,10 +186,15 @@ __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int s
     }
   };
 
-  // combine: the running sum of whole segments lives in shared memory past the stages, one
-  // column of 64 floats per thread ([e][tid]: conflict-free), so acc alone holds registers.
+  // combine: the running sum of whole segments, one column of 64 floats per thread ([e][tid]:
+  // conflict-free, coalesced), so acc alone holds registers. 128 rows: in shared memory past the
+  // stages. 256 rows: that would take 128 KB, so in the workspace (a.tot), one slice per CTA; a
+  // CTA's 128 KB is rewritten every segment and stays in L2. Either way each thread reads back
+  // only its own earlier writes (program order, no fence).
   float acc[64];
-  float* tot = reinterpret_cast<float*>(wg_smem + S * kStageBytes + 2 * kStagedBytes);
+  float* tot = BM == 128    ? reinterpret_cast<float*>(wg_smem + S * kStageBytes + kStagedBufs * kStagedBytes)
+                : combine ? a.tot + (int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * (64 * kThreads)
+                          : nullptr;
 #pragma unroll
   for (int e = 0; e < 64; ++e) acc[e] = 0.0f;
 
@@ -196,72 +211,96 @@ __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int s
   for (int j = 0; j < KC; ++j)
     if (j < chunks) stage_w(0, 0, j);
   const int row_a = (warp >> 2) * 64 + (warp & 3) * 16 + gid;  // this thread's A rows: row_a, row_a + 8
-  // A fragments of one stage, each chunk in its own registers: wgmma reads its A registers
-  // asynchronously, so none may be rewritten before the wait that covers it (PTX: undefined
-  // otherwise; reusing one set per chunk gave wrong sums on the H200 in session 6).
-  uint32_t af[KC][2][4] = {};
-  for (int p = 0; p < stages; ++p) {
-    wgmma_wait_all();  // this warpgroup's MMAs of stage p - 1 are done
-    // ... and only now may af, which they read, be rewritten: keep af live (unmoved) until here.
+  // A fragments, LAG + 1 sets: with LAG 1, stage p's MMAs read set p & 1 while stage p + 1's are
+  // loaded into the other. wgmma reads its A registers asynchronously, so a set may be rewritten
+  // only after the wait that covers the MMAs reading it (PTX: undefined otherwise; reusing one set
+  // per chunk gave wrong sums on the H200 in session 6). The loop below runs two stages per pass so
+  // that each set is named at compile time (a runtime index would put af in local memory).
+  uint32_t af[kSets][KC][2][4] = {};
+  int mm_kin = 0;  // chunks of the current segment multiplied so far (combine)
+  // A segment ended before chunk c: add its sum in segment order (from segment 0), start the next
+  // at 0. Every MMA issued so far must be done (each chunk's are committed as a group).
+  auto end_segment = [&](int c) {
+    wgmma_wait<0>();
+#pragma unroll
+    for (int e = 0; e < 64; ++e) {
+      float& t = tot[e * kThreads + tid];
+      t = c == cps ? acc[e] : fadd(t, acc[e]);
+      acc[e] = 0.0f;
+    }
+    mm_kin = 0;
+  };
+  auto stage = [&](int p, auto set_tag) {
+    constexpr int A = decltype(set_tag)::value % kSets;
+    // This warpgroup's MMAs of stage p - 1 - LAG (the last to read set A and staged buffer
+    // p % kStagedBufs) are done. LAG 1: stage p - 1's may still run while this stage is prepared, so
+    // the tensor cores need not wait for the barrier and the fragment loads below; a segment's end
+    // is then handled here, at a stage's start (one chunk per stage), where all must be done
+    // (ptxas serializes the MMAs if the sums are reset on a path where some may still run).
+    if (LAG == 1 && combine && p > 0 && mm_kin == cps) end_segment(p);
+    else wgmma_wait<LAG>();
+    // ... and only now may af[A], which they read, be rewritten: keep it live (unmoved) until here.
 #pragma unroll
     for (int j = 0; j < KC; ++j)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        asm volatile("" : "+r"(af[j][h][0]), "+r"(af[j][h][1]), "+r"(af[j][h][2]), "+r"(af[j][h][3]));
+        asm volatile("" : "+r"(af[A][j][h][0]), "+r"(af[A][j][h][1]), "+r"(af[A][j][h][2]), "+r"(af[A][j][h][3]));
     fence_proxy_async();  // this thread's staged words of stage p visible to wgmma
     // Every thread's x copies and staged W of stage p are in place (each waited for its own copies
-    // in the iteration before); no warpgroup still reads stage p - 1's buffers.
+    // in the iteration before); every warpgroup is done with stage p - LAG - 1's staged buffer.
     __syncthreads();
-    const int st = p % S, b = p & 1;
+    const int st = p % S, b = p % kStagedBufs;
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
       const uint8_t* sa = wg_smem + st * kStageBytes + j * kChunkBytesA;
       const uint4 lo = reinterpret_cast<const uint4*>(sa)[row_a * 4 + tig];
       const uint4 hi = reinterpret_cast<const uint4*>(sa)[(row_a + 8) * 4 + tig];
-      af[j][0][0] = lo.x, af[j][0][1] = hi.x, af[j][0][2] = lo.y, af[j][0][3] = hi.y;  // step 1: words q = 0, 1
-      af[j][1][0] = lo.z, af[j][1][1] = hi.z, af[j][1][2] = lo.w, af[j][1][3] = hi.w;  // step 2: words q = 2, 3
+      af[A][j][0][0] = lo.x, af[A][j][0][1] = hi.x, af[A][j][0][2] = lo.y, af[A][j][0][3] = hi.y;  // step 1: q = 0, 1
+      af[A][j][1][0] = lo.z, af[A][j][1][1] = hi.z, af[A][j][1][2] = lo.w, af[A][j][1][3] = hi.w;  // step 2: q = 2, 3
     }
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
       const int c = p * KC + j;
       if (c >= chunks) break;
       if constexpr (combine) {
-        if (c > 0 && c % cps == 0) {
-          // A segment ended: add its sum in segment order (from segment 0), start the next at 0.
-          wgmma_wait_all();
-#pragma unroll
-          for (int e = 0; e < 64; ++e) {
-            float& t = tot[e * kThreads + tid];
-            t = c == cps ? acc[e] : fadd(t, acc[e]);
-            acc[e] = 0.0f;
-          }
-        }
+        if (LAG == 0 && c > 0 && mm_kin == cps) end_segment(c);
+        ++mm_kin;
       }
       const uint32_t sb = staged_base + uint32_t(b * kStagedBytes + j * kChunkBytesB);
       wgmma_fence();
-      wgmma_step<T>(acc, af[j][0], b_desc(sb));
-      wgmma_step<T>(acc, af[j][1], b_desc(sb + wgmma_layout::kStepBytes));
+      wgmma_step<T>(acc, af[A][j][0], b_desc(sb));
+      wgmma_step<T>(acc, af[A][j][1], b_desc(sb + wgmma_layout::kStepBytes));
       wgmma_commit();
     }
-    // While the tensor cores run stage p: this thread's copies of stage p + 1 (group p + 1 of the
-    // S - 1 + p committed) have landed; its W words go to buffer b ^ 1, last read by stage p - 1's
-    // MMAs, which every warpgroup finished before the barrier above.
+    // While the tensor cores run stage p (and p - 1 with LAG 1): this thread's copies of stage
+    // p + 1 (group p + 1 of the S - 1 + p committed) have landed; its W words go to buffer
+    // (p + 1) % kStagedBufs, last read by stage p - LAG - 1's MMAs, which every warpgroup finished
+    // before the barrier above.
     cp_async_wait<S - 3>();
     if (p + 1 < stages) {
 #pragma unroll
       for (int j = 0; j < KC; ++j)
-        if ((p + 1) * KC + j < chunks) stage_w((p + 1) % S, b ^ 1, j);
+        if ((p + 1) * KC + j < chunks) stage_w((p + 1) % S, (p + 1) % kStagedBufs, j);
     }
-    // Stage p + S - 1 into stage p - 1's buffers: its x was read into af and its raw W staged
-    // before the barrier above.
+    // Stage p + S - 1 into stage p - 1's buffers: its x was read into af (synchronous loads) and
+    // its raw W staged before the barrier above.
     if (p + S - 1 < stages) {
 #pragma unroll
       for (int j = 0; j < KC; ++j)
         if ((p + S - 1) * KC + j < chunks) load_chunk((p + S - 1) % S, j);
     }
     cp_async_commit();  // every iteration, empty or not: group g stays stage g
+  };
+  if constexpr (kSets == 1) {
+    // One set: one body (two copies of it were 5% slower on 8B gate_up, H200 session 10).
+    for (int p = 0; p < stages; ++p) stage(p, std::integral_constant<int, 0>{});
+  } else {
+    for (int p = 0; p < stages; p += 2) {
+      stage(p, std::integral_constant<int, 0>{});
+      if (p + 1 < stages) stage(p + 1, std::integral_constant<int, 1>{});
+    }
   }
-  wgmma_wait_all();
+  wgmma_wait<0>();
   cp_async_wait<0>();
 
   // acc[4j + e] is mma.sync's fragment of columns 8j .. 8j + 7 of this warp's 16 rows.
@@ -304,18 +343,24 @@ __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int s
   }
 }
 
-// Shared memory: S stages of x and raw W, two buffers of staged W, and combine's sums.
-template <int BM, int KC, int S, bool combine>
+// Shared memory: S stages of x and raw W, two buffers of staged W, and combine's sums at 128 rows.
+template <int BM, int KC, int S, int LAG, bool combine>
 constexpr size_t wgmma_smem_bytes() {
-  return size_t(S) * KC * (BM * 64 + kChunkBytesB) + 2 * size_t(KC) * kChunkBytesB + (combine ? 64 * 2 * BM * 4 : 0);
+  return size_t(S) * KC * (BM * 64 + kChunkBytesB) + size_t(2 + LAG) * KC * kChunkBytesB +
+         (combine && BM == 128 ? 64 * 2 * BM * 4 : 0);
 }
 
 template <typename T, int BM, bool combine>
 void launch_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
-  constexpr int KC = 2, S = 4;  // 4 stages: as fast as 5, faster than 6 (H200, session 9)
-  constexpr size_t smem = wgmma_smem_bytes<BM, KC, S, combine>();
+  // H200, session 10 (gemm-bench, 2,048 rows): 256 rows wait for each stage's MMAs (LAG 0) with
+  // two chunks a stage, 4 stages (8B qkv 269 TFLOP/s, gate_up 339); one stage left running would
+  // need a second set of A fragments, which at two chunks passes a 512-thread CTA's 128 registers,
+  // and at one chunk a stage was slower (261, 280). 128 rows: one chunk a stage, 8 stages, one
+  // stage of MMAs left running (0.6B o 214 against 195, down 237 against 215).
+  constexpr int KC = BM == 256 ? 2 : 1, S = BM == 256 ? 4 : 8, LAG = BM == 256 ? 0 : 1;
+  constexpr size_t smem = wgmma_smem_bytes<BM, KC, S, LAG, combine>();
   static_assert(smem <= 227 * 1024, "wgmma GEMM stages exceed shared memory");
-  auto* k = gemm_wgmma_kernel<T, BM, KC, S, combine>;
+  auto* k = gemm_wgmma_kernel<T, BM, KC, S, LAG, combine>;
   static std::atomic<uint64_t> done{0};
   once_per_device(done, [&] { VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem))); });
   dim3 grid(ceil_div(a.M, BM), a.silu_cols > 0 ? a.silu_cols / 64 : ceil_div(a.N, kBN), combine ? 1 : split);
@@ -325,9 +370,16 @@ void launch_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
 
 }  // namespace
 
+size_t wgmma_tot_bytes(int M, int N) {
+  return size_t(ceil_div(M, 256)) * size_t(ceil_div(N, kBN)) * 64 * 512 * sizeof(float);
+}
+
 template <typename T>
 void launch_wgmma(const GemmArgs& a, int split, bool combine, int rows, cudaStream_t stream) {
-  if (combine && split > 1) return launch_cfg<T, 128, true>(a, split, stream);  // the sums fill the rest
+  if (combine && split > 1) {
+    if (a.tot) return launch_cfg<T, 256, true>(a, split, stream);
+    return launch_cfg<T, 128, true>(a, split, stream);  // the sums fill the rest of shared memory
+  }
   if (rows == 256) return launch_cfg<T, 256, false>(a, split, stream);
   launch_cfg<T, 128, false>(a, split, stream);
 }

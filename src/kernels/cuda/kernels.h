@@ -108,6 +108,10 @@ struct GemmTuning {
   // warpgroups; each W byte from L2 then serves twice the outputs). 256: 8B gate_up at 2,048 rows
   // 345 TFLOP/s vs 295, 8B prefill 136.2 ms vs 143.1 (H200, session 9).
   int wgmma_rows = 256;
+  // The same where it adds segments itself (split > 1): 128 keeps the second set of sums in shared
+  // memory; 256 keeps them in the GEMM workspace (128 KB a CTA, L2-resident), rows in passes that
+  // fit; -1 by size (256 where K >= 4,096 and the 256-row tiles number >= 128; gemm.cu).
+  int wgmma_sum_rows = -1;
   int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks
   int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
   // v1 under PDL, weights of <= 16 MiB only (gemm.cu prefetch_for): bytes of each W row segment
