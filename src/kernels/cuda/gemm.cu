@@ -616,7 +616,8 @@ void launch_any(const GemmArgs& a, int split, cudaStream_t stream) {
 
 // Rows per pass of the wgmma kernel adding segments on 256-row CTAs (sums in the workspace): whole
 // 256-row tiles that fit, and every pass over 64 rows (fewer would not run the wgmma kernel). 0:
-// not that kernel (GemmTuning::wgmma_sum_rows 128, or no pass fits), 128-row CTAs in one pass.
+// not that kernel (GemmTuning::wgmma_sum_rows 128, by size too small, or no pass fits), 128-row
+// CTAs in one pass.
 int wgmma_sum_pass_rows(int M, int N, int K, size_t workspace_bytes) {
   const int rows = tuning().wgmma_sum_rows;
   if (!tiled_uses_wgmma(M) || rows == 128) return 0;

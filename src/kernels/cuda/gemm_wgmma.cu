@@ -343,7 +343,7 @@ __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int s
   }
 }
 
-// Shared memory: S stages of x and raw W, two buffers of staged W, and combine's sums at 128 rows.
+// Shared memory: S stages of x and raw W, 2 + LAG buffers of staged W, and combine's sums at 128 rows.
 template <int BM, int KC, int S, int LAG, bool combine>
 constexpr size_t wgmma_smem_bytes() {
   return size_t(S) * KC * (BM * 64 + kChunkBytesB) + size_t(2 + LAG) * KC * kChunkBytesB +
