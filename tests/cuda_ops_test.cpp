@@ -194,8 +194,9 @@ struct KernelUnderTest {
   const char* name;
 };
 cuda::GemmTuning tuned(int combine, bool wide, int v1_m64, int unroll16 = 4, bool wgmma = false, int wg_combine = -1,
-                       int wg_rows = 128, int wg_sum_rows = 128) {
+                       int wg_rows = 128, int wg_sum_rows = 128, bool wg_tma = true) {
   cuda::GemmTuning t;
+  t.wgmma_tma = wg_tma;
   t.tiled_wgmma = wgmma;
   t.wgmma_combine = wg_combine;
   t.wgmma_rows = wg_rows;
@@ -225,6 +226,12 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
       {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, -1, 256), "tiled, wgmma with 256-row CTAs, added by size"},
       {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 1, 256, 256),
        "tiled, wgmma with 256-row CTAs, segments added in the kernel (sums in the workspace)"},
+      {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 1, 128, 128, false),
+       "tiled, wgmma copies by cp.async, segments added in the kernel"},
+      {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 0, 256, 128, false),
+       "tiled, wgmma copies by cp.async, 256-row CTAs, to partials"},
+      {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 1, 256, 256, false),
+       "tiled, wgmma copies by cp.async, 256-row CTAs, sums in the workspace"},
       {cuda::GemmKernel::V1, tuned(-1, false, 1), "v1, 64 x 32 tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 2), "v1, two 32-row tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 0, 8), "v1, 8 chunks per round at <= 16 rows"},
@@ -513,6 +520,7 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
       cuda::GemmTuning tun = cuda::gemm_tuning();
       tun.v1_unroll16 = unroll;
       tun.wgmma_rows = M == 129 ? 128 : 256;  // both wgmma tiles
+      tun.wgmma_tma = M != 300;                // both copy paths (TMA: the gate and up boxes)
       const ScopedGemmTuning scoped(tun);
       cuda::GemmOut gso;
       gso.y = gs.p;
@@ -522,7 +530,8 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
       cuda::gemm_silu_mul(dxs.p, M, H, dwgu.p, I, t(), ms2.p, nullptr);
       const auto want = to_host<uint16_t>(ms1, size_t(M) * I), got = to_host<uint16_t>(ms2, size_t(Mmax) * I);
       EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << "M " << M << ", unroll " << unroll
-                                                                     << ", wgmma rows " << tun.wgmma_rows;
+                                                                     << ", wgmma rows " << tun.wgmma_rows
+                                                                     << ", TMA " << tun.wgmma_tma;
       // Rows past M are never written.
       EXPECT_TRUE(std::all_of(got.begin() + long(size_t(M) * I), got.end(), [](uint16_t v) { return v == 0xffff; }))
           << "M " << M;
@@ -872,11 +881,14 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   for (int heads : {4, 8}) {
   AttnFixture f(t(), heads, 2, 128, {1100, 900}, bs);
   const auto ref = f.gpu(all_tokens(f));
-  // The fold kernel summing each tile's whole P·V before folding it gives the same bits.
-  cuda::set_attention_fold_pv(0);
-  const auto ref_whole_pv = f.gpu(all_tokens(f));
+  // Every fold kernel variant (whole-tile P·V; 16 columns at a time, cp.async; 32 columns, bulk
+  // row copies) gives the same bits.
+  for (int mode : {0, 1, 2}) {
+    cuda::set_attention_fold_pv(mode);
+    const auto variant = f.gpu(all_tokens(f));
+    for (const auto& [k, v] : variant) ASSERT_EQ(v, ref.at(k)) << "fold kernel " << mode << ", pos " << k.second;
+  }
   cuda::set_attention_fold_pv(-1);
-  for (const auto& [k, v] : ref_whole_pv) ASSERT_EQ(v, ref.at(k)) << "fold of whole-tile P·V, pos " << k.second;
   for (int warps : {1, 4, 0})
   for (int tile_kernel : {0, 1, 2}) {
     if (warps == 4 && tile_kernel != 0) continue;  // four warps never take the tile kernel
@@ -901,11 +913,11 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   cuda::set_attention_tile_kernel(-1);
   if (heads == 8) continue;
   // Decode rows as whole-row items folded in one CTA each (the graph's fold layout).
-  for (int fold_pv : {0, 1}) {
+  for (int fold_pv : {0, 1, 2}) {
     cuda::set_attention_fold_pv(fold_pv);
     const auto folded = f.gpu({{0, 64}, {0, 1099}, {1, 0}, {1, 899}}, 64, true);
     for (const auto& [k, v] : folded)
-      EXPECT_EQ(v, ref.at(k)) << "folded decode row, pos " << k.second << ", fold P·V " << fold_pv;
+      EXPECT_EQ(v, ref.at(k)) << "folded decode row, pos " << k.second << ", fold kernel " << fold_pv;
   }
   cuda::set_attention_fold_pv(-1);
   // Control: another query position reads other keys, so its output differs.

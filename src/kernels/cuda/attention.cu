@@ -40,12 +40,9 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 // sm_90 bulk copies into shared memory, completing on an mbarrier (one phase per CTA here).
-__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to the async proxy
-}
+__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) { mbar_init_at(smem_addr(bar), count); }
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+  mbar_arrive_expect_tx_at(smem_addr(bar), bytes);
 }
 __device__ __forceinline__ void bulk_copy_to_smem(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
@@ -53,16 +50,8 @@ __device__ __forceinline__ void bulk_copy_to_smem(void* dst, const void* src, ui
                "l"(src), "r"(bytes), "r"(smem_addr(bar))
                : "memory");
 }
-__device__ __forceinline__ void mbar_wait_phase0(uint64_t* bar) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "wait_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
-      "@!done bra wait_%=;\n"
-      "}\n" ::"r"(smem_addr(bar))
-      : "memory");
-}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) { mbar_wait_at(smem_addr(bar), parity); }
+__device__ __forceinline__ void mbar_wait_phase0(uint64_t* bar) { mbar_wait(bar, 0); }
 
 // One stage of a K and a V tile, rows padded so that fragment reads hit distinct banks: K rows are
 // read 8 bytes per lane (rows 8 words apart mod 32: the 4 rows of a half warp never share a
@@ -625,16 +614,71 @@ __global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(
 template <typename T, int HD>
 size_t tile_kernel_smem() { return Smem<HD>::kVElems * sizeof(T) + sizeof(uint64_t); }  // V tile, then its barrier
 
+// Shared-memory reads (generic proxy) ordered before the bulk copies (async proxy) that refill it.
+__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// The fold kernel's tile loads as bulk copies (addresses only: the same bytes land in the same
+// places as load_tile's). Thread tid copies one row per tile: K (tid < 64) or V of key tid & 63,
+// one cp.async.bulk completing on the stage's mbarrier instead of 16 cp.async of 16 bytes, each
+// with a block lookup and a shuffle (the lookups were most of the cp.async kernel's hot spots,
+// ncu session 10). Its block id is read one tile ahead, so no copy waits on a block-table read.
+// (ncu session 11: the compiler issues a warp's 32 copies one lane at a time, uniform registers
+// each, ~8% of the kernel's stall samples; whole cache blocks by a tensor map would cut that.)
+template <typename T, int HD>
+struct FoldRowLoader {
+  static constexpr uint32_t kRowBytes = HD * sizeof(T);
+  const T* src;         // this thread's cache (K or V) at the item's kv head
+  T* dst;               // this thread's row in stage 0
+  const int32_t* bt;
+  BlockDiv div;
+  int key, limit;
+  int64_t slot_stride;  // elements between cache slots
+  int block;            // block id of this thread's key in the next tile to issue
+  __device__ __forceinline__ FoldRowLoader(T* smem, const AttnArgs& a, const int32_t* bt_, int kvh, int limit_)
+      : bt(bt_), div(a.block_size), key(threadIdx.x & (kTile - 1)), limit(limit_),
+        slot_stride(int64_t(a.kv_heads) * HD) {
+    const bool is_v = threadIdx.x >= kTile;
+    src = static_cast<const T*>(is_v ? a.v_cache : a.k_cache) + int64_t(kvh) * HD;
+    dst = is_v ? smem + Smem<HD>::kKElems + key * Smem<HD>::kVStride : smem + key * Smem<HD>::kKStride;
+    block = block_of(0);
+  }
+  __device__ __forceinline__ int block_of(int tile) const {
+    const int pos = tile * kTile + key;
+    return pos < limit ? bt[div.quot(pos)] : 0;
+  }
+  // Tile `tile` into stage `buf` on `bar`; positions >= limit get zero rows (never read from the
+  // cache, as load_tile). Thread 0 arms the barrier with the bytes the copies bring; a copy that
+  // completes before that only drives the transaction count below zero for a while (PTX allows
+  // it; the phase cannot end before thread 0's arrival).
+  __device__ __forceinline__ void issue(int tile, int buf, uint64_t* bar) {
+    const int t0 = tile * kTile, pos = t0 + key;
+    T* d = dst + size_t(buf) * Smem<HD>::kStageElems;
+    if (threadIdx.x == 0) mbar_arrive_expect_tx(bar, 2 * kRowBytes * uint32_t(min(kTile, limit - t0)));
+    if (pos < limit) {
+      bulk_copy_to_smem(d, src + (int64_t(block) * div.bs + div.rem(pos)) * slot_stride, kRowBytes, bar);
+    } else {
+#pragma unroll
+      for (int c = 0; c < HD / 8; ++c) reinterpret_cast<uint4*>(d)[c] = make_uint4(0, 0, 0, 0);
+    }
+    block = block_of(tile + 1);  // in flight while this tile is computed
+  }
+};
+
 // Whole-row items (contract, parts of one tile): every tile of the rows, each tile's state
 // (m_t, 0 + sum, 0 + P·V: the per-part kernel's arithmetic for a one-tile part) folded in order.
-// PV_FOLD: each 16-column block of the tile's P·V is folded into the output as soon as its four
+// PVC > 0: the tile's P·V is folded into the output PVC columns at a time, as soon as their four
 // key blocks are summed (the same MMAs in the same order per element, then the same fold), so the
-// tile's whole P·V never occupies registers at once: 3 CTAs per SM instead of 2.
-template <typename T, int HD, bool PV_FOLD>
-__global__ void __launch_bounds__(kThreads, PV_FOLD ? 3 : 1) attention_fold_kernel(AttnArgs a, int item_offset) {
+// tile's whole P·V never occupies registers at once: 3 CTAs per SM instead of 1. PVC 32 keeps
+// four MMA chains running instead of two (ncu session 10: the P·V chains' fixed-latency waits).
+// PVC 0: the whole tile's P·V, then the fold. BULK: tiles loaded by FoldRowLoader, else by
+// load_tile (cp.async). Same bits every way (cuda_ops_test AttentionMergeOfManyPartsIsTheFold).
+template <typename T, int HD, int PVC, bool BULK>
+__global__ void __launch_bounds__(kThreads, PVC > 0 ? 3 : 1) attention_fold_kernel(AttnArgs a, int item_offset) {
+  static_assert(kThreads == 2 * kTile, "BULK: one K or V row per thread");
   pdl_begin();  // before any memory access or return (common.cuh)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem_raw + 2 * Smem<HD>::kStageElems * sizeof(T));  // BULK: per stage
   const AttnItem item = a.items[item_offset + blockIdx.x];
   if (item.count == 0) return;
   const int kvh = blockIdx.y;
@@ -649,6 +693,20 @@ __global__ void __launch_bounds__(kThreads, PV_FOLD ? 3 : 1) attention_fold_kern
   bool valid[2];
   row_setup<HD>(a, item, kvh, pos, token, head, valid);
   const bool warp_active = warp * 16 < R;
+  const int ntiles = maxpos / kTile + 1;
+  const int limit = maxpos + 1;
+  FoldRowLoader<T, HD> rows(smem, a, bt, kvh, limit);
+  if constexpr (BULK) {
+    if (threadIdx.x == 0) {
+      mbar_init(&bars[0], 1);
+      mbar_init(&bars[1], 1);
+    }
+    __syncthreads();  // the barriers are initialized before any copy completes on them
+    rows.issue(0, 0, &bars[0]);
+  } else {
+    load_tile<T, HD, 4>(smem, smem + Smem<HD>::kKElems, kc, vc, bt, 0, limit, a.block_size, a.kv_heads, kvh);
+    cp_async_commit();
+  }
   uint32_t qa[HD / 16][4];
   load_q<T, HD>(a, token, head, valid, qa);
 
@@ -658,23 +716,32 @@ __global__ void __launch_bounds__(kThreads, PV_FOLD ? 3 : 1) attention_fold_kern
   for (int n = 0; n < HD / 8; ++n)
 #pragma unroll
     for (int c = 0; c < 4; ++c) acc[n][c] = 0.0f;
-  const int ntiles = maxpos / kTile + 1;
-  const int limit = maxpos + 1;
-  load_tile<T, HD, 4>(smem, smem + Smem<HD>::kKElems, kc, vc, bt, 0, limit, a.block_size, a.kv_heads, kvh);
-  cp_async_commit();
+  if constexpr (BULK) __syncthreads();  // tile 0's zero rows (short sequences) are visible to every warp
   for (int it = 0; it < ntiles; ++it) {
     const int t0 = it * kTile;
     const int buf = it & 1;
-    if (it + 1 < ntiles) {
-      T* nb = smem + size_t(buf ^ 1) * Smem<HD>::kStageElems;
-      load_tile<T, HD, 4>(nb, nb + Smem<HD>::kKElems, kc, vc, bt, t0 + kTile, limit, a.block_size, a.kv_heads, kvh);
+    if constexpr (BULK) {
+      // Stage buf ^ 1 was last read in iteration it - 1, before its closing barrier.
+      if (it + 1 < ntiles) {
+        fence_proxy_async_smem();
+        rows.issue(it + 1, buf ^ 1, &bars[buf ^ 1]);
+      }
+      // Use n = it / 2 of this stage's barrier: its phase n. Zero rows of this tile were stored
+      // before the last iteration's closing barrier (or the one above for tile 0).
+      mbar_wait(&bars[buf], uint32_t(it >> 1) & 1u);
+    } else {
+      if (it + 1 < ntiles) {
+        T* nb = smem + size_t(buf ^ 1) * Smem<HD>::kStageElems;
+        load_tile<T, HD, 4>(nb, nb + Smem<HD>::kKElems, kc, vc, bt, t0 + kTile, limit, a.block_size, a.kv_heads, kvh);
+      }
+      cp_async_commit();
+      cp_async_wait<1>();
+      __syncthreads();
     }
-    cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();
     const T* ks = smem + size_t(buf) * Smem<HD>::kStageElems;
     const T* vs = ks + Smem<HD>::kKElems;
-    if (PV_FOLD && warp_active) {
+    if (PVC > 0 && warp_active) {
+      constexpr int kBlocks = (PVC > 0 && PVC / 8 < HD / 8) ? PVC / 8 : HD / 8;  // 8-column blocks per group
       const float fresh[2] = {kNegInf, kNegInf};
       float s[8][4], mn[2], sum[2], fa[2] = {0.0f, 0.0f}, fb[2] = {0.0f, 0.0f};
       bool active[2];
@@ -689,20 +756,23 @@ __global__ void __launch_bounds__(kThreads, PV_FOLD ? 3 : 1) attention_fold_kern
       uint32_t pa[4][4];
       p_frags<T>(s, pa);
 #pragma unroll
-      for (int nt = 0; nt < HD / 8; nt += 2) {
-        float o[2][4] = {};
+      for (int nt = 0; nt < HD / 8; nt += kBlocks) {
+        float o[kBlocks][4] = {};
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          uint32_t b[4];
-          v_frags<T, HD>(vs, j, nt, b);
-          mma16816<T>(o[0], pa[j], b[0], b[1]);
-          mma16816<T>(o[1], pa[j], b[2], b[3]);
+#pragma unroll
+          for (int q = 0; q < kBlocks; q += 2) {
+            uint32_t b[4];
+            v_frags<T, HD>(vs, j, nt + q, b);
+            mma16816<T>(o[q], pa[j], b[0], b[1]);
+            mma16816<T>(o[q + 1], pa[j], b[2], b[3]);
+          }
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if (!active[h]) continue;
 #pragma unroll
-          for (int q = 0; q < 2; ++q)
+          for (int q = 0; q < kBlocks; ++q)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               float& r = acc[nt + q][2 * h + e];
@@ -739,7 +809,7 @@ __global__ void __launch_bounds__(kThreads, PV_FOLD ? 3 : 1) attention_fold_kern
         }
       }
     }
-    __syncthreads();
+    __syncthreads();  // every warp is done with this stage before it is refilled
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h)
@@ -781,16 +851,18 @@ template <typename T, int HD>
 size_t stage_bytes() { return Smem<HD>::kStageElems * sizeof(T); }  // K and V of one tile
 
 template <typename T, int HD>
+size_t fold_smem_bytes() { return 2 * stage_bytes<T, HD>() + 2 * sizeof(uint64_t); }  // two stages, their barriers
+
+template <typename T, int HD>
 void prepare_hd() {
   // Shared memory: two stages of K and V tiles (the per-part kernel uses one stage for one-tile parts).
   VB_CUDA(cudaFuncSetAttribute(attention_part_kernel<T, HD, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                int(2 * stage_bytes<T, HD>())));
   VB_CUDA(cudaFuncSetAttribute(attention_part_kernel<T, HD, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                int(2 * stage_bytes<T, HD>())));
-  VB_CUDA(cudaFuncSetAttribute(attention_fold_kernel<T, HD, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               int(2 * stage_bytes<T, HD>())));
-  VB_CUDA(cudaFuncSetAttribute(attention_fold_kernel<T, HD, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               int(2 * stage_bytes<T, HD>())));
+  for (auto* k : {attention_fold_kernel<T, HD, 0, false>, attention_fold_kernel<T, HD, 16, false>,
+                  attention_fold_kernel<T, HD, 32, true>})
+    VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(fold_smem_bytes<T, HD>())));
 }
 
 // Warps of the per-part kernel for items of <= 16 rows: 0 = by CTA count, 1 or 4 = forced (tests).
@@ -810,17 +882,29 @@ int tile_kernel_mode() {
   }();
   return env;
 }
-// Whether the fold kernel folds P·V block by block (PV_FOLD): -1 = VERBATIM_ATTN_FOLD_PV (default
-// 1), else set by set_attention_fold_pv (tests). Same bits either way.
+// The fold kernel's variant (same bits every way): -1 = VERBATIM_ATTN_FOLD_PV (default 2), else
+// set by set_attention_fold_pv (tests). 0: whole-tile P·V, cp.async loads; 1: P·V folded 16
+// columns at a time, cp.async (session 10); 2: 32 columns, bulk row copies. H200 session 11
+// (s11_attn, 2,048-token prefill, ms): 8B 112.7 (1) against 111.2 (2), the kernel 573 -> 533 us a
+// layer; 0.6B 21.5 -> 20.7. Bulk copies with 16 columns gave 111.6, cp.async with 32 112.1.
 std::atomic<int> g_fold_pv{-1};
-bool fold_pv_mode() {
+int fold_pv_mode() {
   const int v = g_fold_pv.load(std::memory_order_relaxed);
-  if (v >= 0) return v == 1;
-  static const bool env = [] {
+  if (v >= 0) return v;
+  static const int env = [] {
     const char* e = std::getenv("VERBATIM_ATTN_FOLD_PV");
-    return !(e && std::string(e) == "0");
+    const int m = e && *e ? std::atoi(e) : 2;
+    return m >= 0 && m <= 2 ? m : 2;
   }();
   return env;
+}
+template <typename T, int HD>
+auto fold_kernel(int mode) {
+  switch (mode) {
+    case 0: return attention_fold_kernel<T, HD, 0, false>;
+    case 1: return attention_fold_kernel<T, HD, 16, false>;
+    default: return attention_fold_kernel<T, HD, 32, true>;
+  }
 }
 // SMs of the current device, read once per device by attention_prepare (before graph capture).
 std::atomic<int> g_sm_count[64];
@@ -868,9 +952,8 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
     VB_CUDA_LAUNCHED();
   }
   if (g.fold_end > g.fold_begin) {
-    pdl_launch(fold_pv_mode() ? attention_fold_kernel<T, HD, true> : attention_fold_kernel<T, HD, false>,
-               dim3(g.fold_end - g.fold_begin, a.kv_heads), dim3(kThreads), 2 * stage_bytes<T, HD>(), stream, a,
-               g.fold_begin);
+    pdl_launch(fold_kernel<T, HD>(fold_pv_mode()), dim3(g.fold_end - g.fold_begin, a.kv_heads), dim3(kThreads),
+               fold_smem_bytes<T, HD>(), stream, a, g.fold_begin);
     VB_CUDA_LAUNCHED();
   }
 }
@@ -1016,7 +1099,7 @@ void set_attention_tile_kernel(int mode) {
 }
 
 void set_attention_fold_pv(int mode) {
-  if (mode < -1 || mode > 1) throw Error("cuda attention: fold P·V mode must be -1, 0 or 1");
+  if (mode < -1 || mode > 2) throw Error("cuda attention: fold kernel mode must be -1, 0, 1 or 2");
   g_fold_pv.store(mode, std::memory_order_relaxed);
 }
 

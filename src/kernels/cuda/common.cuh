@@ -83,6 +83,28 @@ template <> __device__ __forceinline__ void mma16816<f16>(float c[4], const uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// mbarriers (sm_90) at shared-memory address `bar`, for copies that complete on them (bulk and
+// tensor copies): init with an arrival count, arm with the bytes to expect, wait for a phase.
+__device__ __forceinline__ void mbar_init_at(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to the async proxy
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx_at(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Until the phase of this parity has completed (a barrier's use n completes phase n: parity n & 1).
+__device__ __forceinline__ void mbar_wait_at(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
 inline int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 
 // Programmatic dependent launch (sm_90): a kernel started by pdl_launch may be scheduled while the

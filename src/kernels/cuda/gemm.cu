@@ -457,6 +457,7 @@ GemmTuning tuning_from_env() {
   t.wgmma_combine = num("VERBATIM_GEMM_WGMMA_COMBINE", t.wgmma_combine);
   t.wgmma_rows = num("VERBATIM_GEMM_WGMMA_ROWS", t.wgmma_rows) == 256 ? 256 : 128;
   t.wgmma_sum_rows = num("VERBATIM_GEMM_WGMMA_SUM_ROWS", t.wgmma_sum_rows);
+  t.wgmma_tma = num("VERBATIM_GEMM_WGMMA_TMA", t.wgmma_tma ? 1 : 0) == 1;
   t.v1_m64 = num("VERBATIM_GEMM_V1_M64", num("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
   t.v1_unroll16 = num("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
   t.v1_prefetch_bytes = std::max(0, num("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
@@ -562,7 +563,7 @@ void launch_tiled_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   if (a.M <= 32) return launch_tiled_cfg<T, 32, 128, 1, 8, 6, combine>(a, split, stream);
   if (a.M <= 64) return launch_tiled_cfg<T, 64, 128, 1, 8, 5, combine>(a, split, stream);
   if (tiled_uses_wgmma(a.M))
-    return launch_wgmma<T>(a, split, combine, tuning().wgmma_rows, stream);  // (a.tot: 256 rows, adding)
+    return launch_wgmma<T>(a, split, combine, tuning().wgmma_rows, tuning().wgmma_tma, stream);  // (a.tot: 256 rows)
   // Adding segments in the kernel keeps a second set of sums: 16 warps of 32 x 32 fit it in
   // registers (8 warps of 64 x 32 spill); without it, 8 warps of 64 x 32 read less shared memory.
   if (combine) return launch_tiled_cfg<T, 128, 128, 4, 4, 4, true>(a, split, stream);
@@ -725,7 +726,7 @@ void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, v
   a.silu_cols = I;
   auto go = [&](auto tag) {
     using T = decltype(tag);
-    if (M > 64) return launch_wgmma<T>(a, 1, false, tuning().wgmma_rows, stream);
+    if (M > 64) return launch_wgmma<T>(a, 1, false, tuning().wgmma_rows, tuning().wgmma_tma, stream);
     if (M <= 16) {
       if (tuning().v1_unroll16 == 8) return launch<T, 1, 2, 8, true>(a, 1, stream);
       return launch<T, 1, 2, 4, true>(a, 1, stream);

@@ -11,11 +11,13 @@
 // - W (operand B) is read by wgmma from shared memory in the no-swizzle K-major layout: 8-row x
 //   16-byte core matrices, one per (8-row group, step s, k group g); row r's core-matrix row holds
 //   words (t = 0..3, q = 2s + g) of its chunk. Staging is therefore a 4 x 4 transpose of 4-byte
-//   words per row and chunk. Each thread copies its 16-byte units of W by cp.async into a raw ring
-//   of S stages beside x, and one iteration before the chunk is read moves its own words to the
-//   staged layout (a second ring of 2 + LAG buffers). A thread's own cp.async writes are visible to it
-//   after cp.async.wait_group, so the move needs no barrier of its own, no register holds W across
-//   iterations, and the copy's latency hides behind S - 2 stages of MMAs. (Sessions 6-8 held W in
+//   words per row and chunk. x and W come into a raw ring of S stages (rows of 64 bytes packed) by
+//   one tensor copy each per chunk (TMA, completing on the stage's mbarrier; session 11: 8B prefill
+//   111 -> 89 ms) or, where tensor maps do not fit, by every thread's 16-byte cp.async; one
+//   iteration before the chunk is read each thread moves its own units' words to the staged layout
+//   (a second ring of 2 + LAG buffers). Each thread waits for the stage itself (its own cp.async
+//   writes, or the barrier's phase), so the move needs no CTA barrier of its own, no register holds
+//   W across iterations, and the copy's latency hides behind S - 2 stages of MMAs. (Sessions 6-8 held W in
 //   registers between its load and its store: ncu found the kernel waiting on those loads, and
 //   through shared memory it is 1.16-1.35x faster on the 8B shapes, H200 session 9.)
 // Segments (split-K) and zero-fill past a segment's end or past M / N are v1's: chunks of a
@@ -34,8 +36,12 @@
 // sum. Each thread then holds gate column c in acc[4j + e] and up column c in acc[4 (j + 8) + e]
 // and writes round(round(silu(round(g))) * round(u)), silu_mul_from's arithmetic on the values the
 // GEMM would have stored.
+#include <cuda.h>  // CUtensorMap (types only: the encoder comes through the runtime's entry point)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cudaTypedefs.h>
+
+#include <string>
 
 #include "kernels/cuda/gemm_common.cuh"
 #include "kernels/cuda/gemm_wgmma.h"
@@ -58,6 +64,20 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// TMA (TMA = true): x's and W's raw chunks by one tensor copy each per chunk, issued by thread 0 and
+// completing on the stage's mbarrier, instead of 16-byte cp.async by every thread (ncu session 10:
+// the copies' address and predicate work and their issue were the 256-row kernel's top stalls).
+// The same bytes land in the same places (a box of 32 k x rows is x's and W's raw chunk layout,
+// rows of 64 bytes packed); rows past M or N come back as zeros, as cp.async's zero-fill.
+// Box (k0 .. k0 + 31, rows row0 ..) of the tensor map to shared memory at dst, completing on bar.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int k0, int row0, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(k0), "r"(row0), "r"(bar)
+      : "memory");
 }
 
 // Shared-memory matrix descriptor, no swizzle (gemm_wgmma_layout.h): start address, LBO = the
@@ -97,8 +117,18 @@ __device__ __forceinline__ void wgmma_step(float (&d)[64], const uint32_t (&a)[4
   }
 }
 
-template <typename T, int BM, int KC, int S, int LAG, bool combine>
-__global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int split) {
+// Shared memory: S stages of x and raw W, 2 + LAG buffers of staged W, and combine's sums at 128 rows
+// (then TMA's S stage barriers).
+template <int BM, int KC, int S, int LAG, bool combine>
+constexpr size_t wgmma_smem_bytes() {
+  return size_t(S) * KC * (BM * 64 + kChunkBytesB) + size_t(2 + LAG) * KC * kChunkBytesB +
+         (combine && BM == 128 ? 64 * 2 * BM * 4 : 0);
+}
+
+template <typename T, int BM, int KC, int S, int LAG, bool combine, bool TMA>
+__global__ void __launch_bounds__(2 * BM, 1)
+    gemm_wgmma_kernel(GemmArgs a, int split, const __grid_constant__ CUtensorMap tmx,
+                      const __grid_constant__ CUtensorMap tmw) {
   static_assert(S >= 3, "stage p + 1 must be waited for while stage p is multiplied");
   static_assert(LAG == 0 || LAG == 1, "stages of MMAs left running when the next is prepared");
   static_assert(LAG == 0 || KC == 1, "with one stage running, a segment's end is found at a stage's start");
@@ -125,6 +155,9 @@ __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int s
   const T* w = static_cast<const T*>(a.w);
   const uint32_t base = smem_u32(wg_smem);
   const uint32_t staged_base = base + uint32_t(S * kStageBytes);
+  // TMA: stage st's barrier; its use n (stage p = n S + st) completes phase n, parity n & 1.
+  const uint32_t full_base = base + uint32_t(wgmma_smem_bytes<BM, KC, S, LAG, combine>());
+  auto full = [&](int st) { return full_base + uint32_t(st) * 8u; };
 
   // This thread's units of each chunk, fixed for the whole K loop: unit u = h * kThreads + tid is
   // row u / 4, 16-byte group ct = u % 4 (a quad of lanes reads a row's 64 bytes), at u * 16 in the
@@ -168,6 +201,28 @@ __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int s
     ld_kin += 32;
     if (ld_kin >= a.kseg) ld_kin = 0, ++ld_seg;
   };
+  // TMA (thread 0): stage p's chunks, the barrier armed with their bytes (whole boxes: rows past
+  // M or N count, zero-filled). Segments are whole chunks here (the host checks kseg % 32 == 0).
+  auto load_stage_tma = [&](int p) {
+    const int st = p % S, n = min(KC, chunks - p * KC);
+    mbar_arrive_expect_tx_at(full(st), uint32_t(n * (kChunkBytesA + kChunkBytesB)));
+#pragma unroll
+    for (int j = 0; j < KC; ++j) {
+      if (j >= n) break;
+      const int kbase = ld_seg * a.kseg + ld_kin;
+      const uint32_t sa = base + uint32_t(st * kStageBytes + j * kChunkBytesA);
+      const uint32_t sw = base + uint32_t(st * kStageBytes + KC * kChunkBytesA + j * kChunkBytesB);
+      tma_load_2d(sa, &tmx, kbase, m0, full(st));
+      if (a.silu_cols == 0) {
+        tma_load_2d(sw, &tmw, kbase, n0, full(st));
+      } else {  // 64-row boxes: the gate rows, then the up rows (as copy_unit's rows 0..63, 64..127)
+        tma_load_2d(sw, &tmw, kbase, blockIdx.y * 64, full(st));
+        tma_load_2d(sw + 64 * 64, &tmw, kbase, a.silu_cols + blockIdx.y * 64, full(st));
+      }
+      ld_kin += 32;
+      if (ld_kin >= a.kseg) ld_kin = 0, ++ld_seg;
+    }
+  };
   // This thread's raw units of chunk j of stage st to staged buffer b: word q of a unit to
   // staged_word(r, t, q), where wgmma's slots read v1's k set.
   auto stage_w = [&](int st, int b, int j) {
@@ -199,14 +254,24 @@ __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int s
   for (int e = 0; e < 64; ++e) acc[e] = 0.0f;
 
   // Prologue: stages 0 .. S - 2 requested (cp.async group g = stage g); stage 0's W staged.
+  if constexpr (TMA) {
+    if (tid == 0) {
+      for (int st = 0; st < S; ++st) mbar_init_at(full(st), 1);
+    }
+    __syncthreads();  // initialized before any copy completes on them
+    if (tid == 0)
+      for (int st = 0; st < S - 1 && st < stages; ++st) load_stage_tma(st);
+    mbar_wait_at(full(0), 0);
+  } else {
 #pragma unroll
-  for (int st = 0; st < S - 1; ++st) {
+    for (int st = 0; st < S - 1; ++st) {
 #pragma unroll
-    for (int j = 0; j < KC; ++j)
-      if (st * KC + j < chunks) load_chunk(st, j);
-    cp_async_commit();
+      for (int j = 0; j < KC; ++j)
+        if (st * KC + j < chunks) load_chunk(st, j);
+      cp_async_commit();
+    }
+    cp_async_wait<S - 2>();
   }
-  cp_async_wait<S - 2>();
 #pragma unroll
   for (int j = 0; j < KC; ++j)
     if (j < chunks) stage_w(0, 0, j);
@@ -276,20 +341,30 @@ __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int s
     // p + 1 (group p + 1 of the S - 1 + p committed) have landed; its W words go to buffer
     // (p + 1) % kStagedBufs, last read by stage p - LAG - 1's MMAs, which every warpgroup finished
     // before the barrier above.
-    cp_async_wait<S - 3>();
+    // (TMA: every thread waits for stage p + 1's barrier, so x is visible to its fragment loads too.)
+    if constexpr (TMA) {
+      if (p + 1 < stages) mbar_wait_at(full((p + 1) % S), uint32_t((p + 1) / S) & 1u);
+    } else {
+      cp_async_wait<S - 3>();
+    }
     if (p + 1 < stages) {
 #pragma unroll
       for (int j = 0; j < KC; ++j)
         if ((p + 1) * KC + j < chunks) stage_w((p + 1) % S, (p + 1) % kStagedBufs, j);
     }
     // Stage p + S - 1 into stage p - 1's buffers: its x was read into af (synchronous loads) and
-    // its raw W staged before the barrier above.
-    if (p + S - 1 < stages) {
+    // its raw W staged before the barrier above (TMA: and every thread waited for that stage's
+    // previous phase before it).
+    if constexpr (TMA) {
+      if (tid == 0 && p + S - 1 < stages) load_stage_tma(p + S - 1);
+    } else {
+      if (p + S - 1 < stages) {
 #pragma unroll
-      for (int j = 0; j < KC; ++j)
-        if ((p + S - 1) * KC + j < chunks) load_chunk((p + S - 1) % S, j);
+        for (int j = 0; j < KC; ++j)
+          if ((p + S - 1) * KC + j < chunks) load_chunk((p + S - 1) % S, j);
+      }
+      cp_async_commit();  // every iteration, empty or not: group g stays stage g
     }
-    cp_async_commit();  // every iteration, empty or not: group g stays stage g
   };
   if constexpr (kSets == 1) {
     // One set: one body (two copies of it were 5% slower on 8B gate_up, H200 session 10).
@@ -301,7 +376,7 @@ __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int s
     }
   }
   wgmma_wait<0>();
-  cp_async_wait<0>();
+  if constexpr (!TMA) cp_async_wait<0>();  // (TMA: every stage's barrier was waited for)
 
   // acc[4j + e] is mma.sync's fragment of columns 8j .. 8j + 7 of this warp's 16 rows.
   float out[1][16][4];
@@ -343,28 +418,67 @@ __global__ void __launch_bounds__(2 * BM, 1) gemm_wgmma_kernel(GemmArgs a, int s
   }
 }
 
-// Shared memory: S stages of x and raw W, 2 + LAG buffers of staged W, and combine's sums at 128 rows.
-template <int BM, int KC, int S, int LAG, bool combine>
-constexpr size_t wgmma_smem_bytes() {
-  return size_t(S) * KC * (BM * 64 + kChunkBytesB) + size_t(2 + LAG) * KC * kChunkBytesB +
-         (combine && BM == 128 ? 64 * 2 * BM * 4 : 0);
+// The driver's tensor-map encoder, through the runtime (no link to libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    VB_CUDA(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || p == nullptr) throw Error("cuda gemm: no cuTensorMapEncodeTiled in the driver");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+// A row-major [rows, cols] matrix of T (row stride ld elements) read in boxes of 32 x box_rows,
+// no swizzle (rows of 64 bytes packed in shared memory), zeros outside it.
+template <typename T>
+CUtensorMap tensor_map(const void* base, int cols, int rows, int ld, int box_rows) {
+  CUtensorMap m{};
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(ld) * sizeof(T)};
+  const cuuint32_t box[2] = {32, cuuint32_t(box_rows)}, step[2] = {1, 1};
+  const CUtensorMapDataType dt =
+      std::is_same_v<T, __nv_bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUresult r = tensor_map_encoder()(&m, dt, 2, const_cast<void*>(base), dims, strides, box, step,
+                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw Error("cuda gemm: cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) + ")");
+  return m;
+}
+// Where TMA can bring what cp.async would: segments of whole chunks (no zero-fill inside K), and
+// the 16-byte alignment of addresses and row strides that tensor maps need.
+bool tma_fits(const GemmArgs& a, size_t esize) {
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return a.kseg % 32 == 0 && aligned(a.x) && aligned(a.w) && (size_t(a.ldx) * esize) % 16 == 0 &&
+         (size_t(a.K) * esize) % 16 == 0;
 }
 
 template <typename T, int BM, bool combine>
-void launch_cfg(const GemmArgs& a, int split, cudaStream_t stream) {
+void launch_cfg(const GemmArgs& a, int split, bool tma, cudaStream_t stream) {
   // H200, session 10 (gemm-bench, 2,048 rows): 256 rows wait for each stage's MMAs (LAG 0) with
   // two chunks a stage, 4 stages (8B qkv 269 TFLOP/s, gate_up 339); one stage left running would
   // need a second set of A fragments, which at two chunks passes a 512-thread CTA's 128 registers,
   // and at one chunk a stage was slower (261, 280). 128 rows: one chunk a stage, 8 stages, one
   // stage of MMAs left running (0.6B o 214 against 195, down 237 against 215).
   constexpr int KC = BM == 256 ? 2 : 1, S = BM == 256 ? 4 : 8, LAG = BM == 256 ? 0 : 1;
-  constexpr size_t smem = wgmma_smem_bytes<BM, KC, S, LAG, combine>();
+  constexpr size_t smem = wgmma_smem_bytes<BM, KC, S, LAG, combine>() + S * sizeof(uint64_t);
   static_assert(smem <= 227 * 1024, "wgmma GEMM stages exceed shared memory");
-  auto* k = gemm_wgmma_kernel<T, BM, KC, S, LAG, combine>;
+  auto* k_tma = gemm_wgmma_kernel<T, BM, KC, S, LAG, combine, true>;
+  auto* k_cp = gemm_wgmma_kernel<T, BM, KC, S, LAG, combine, false>;
   static std::atomic<uint64_t> done{0};
-  once_per_device(done, [&] { VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem))); });
+  once_per_device(done, [&] {
+    VB_CUDA(cudaFuncSetAttribute(k_tma, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    VB_CUDA(cudaFuncSetAttribute(k_cp, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  });
   dim3 grid(ceil_div(a.M, BM), a.silu_cols > 0 ? a.silu_cols / 64 : ceil_div(a.N, kBN), combine ? 1 : split);
-  pdl_launch(k, grid, dim3(2 * BM), smem, stream, a, split);
+  if (tma && tma_fits(a, sizeof(T))) {
+    const CUtensorMap mx = tensor_map<T>(a.x, a.K, a.M, a.ldx, BM);
+    const CUtensorMap mw = tensor_map<T>(a.w, a.K, a.N, a.K, a.silu_cols > 0 ? 64 : kBN);
+    pdl_launch(k_tma, grid, dim3(2 * BM), smem, stream, a, split, mx, mw);
+  } else {
+    const CUtensorMap none{};
+    pdl_launch(k_cp, grid, dim3(2 * BM), smem, stream, a, split, none, none);
+  }
   VB_CUDA_LAUNCHED();
 }
 
@@ -375,15 +489,15 @@ size_t wgmma_tot_bytes(int M, int N) {
 }
 
 template <typename T>
-void launch_wgmma(const GemmArgs& a, int split, bool combine, int rows, cudaStream_t stream) {
+void launch_wgmma(const GemmArgs& a, int split, bool combine, int rows, bool tma, cudaStream_t stream) {
   if (combine && split > 1) {
-    if (a.tot) return launch_cfg<T, 256, true>(a, split, stream);
-    return launch_cfg<T, 128, true>(a, split, stream);  // the sums fill the rest of shared memory
+    if (a.tot) return launch_cfg<T, 256, true>(a, split, tma, stream);
+    return launch_cfg<T, 128, true>(a, split, tma, stream);  // the sums fill the rest of shared memory
   }
-  if (rows == 256) return launch_cfg<T, 256, false>(a, split, stream);
-  launch_cfg<T, 128, false>(a, split, stream);
+  if (rows == 256) return launch_cfg<T, 256, false>(a, split, tma, stream);
+  launch_cfg<T, 128, false>(a, split, tma, stream);
 }
-template void launch_wgmma<__nv_bfloat16>(const GemmArgs&, int, bool, int, cudaStream_t);
-template void launch_wgmma<__half>(const GemmArgs&, int, bool, int, cudaStream_t);
+template void launch_wgmma<__nv_bfloat16>(const GemmArgs&, int, bool, int, bool, cudaStream_t);
+template void launch_wgmma<__half>(const GemmArgs&, int, bool, int, bool, cudaStream_t);
 
 }  // namespace verbatim::cuda::gemm_impl

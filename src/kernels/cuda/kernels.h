@@ -112,6 +112,10 @@ struct GemmTuning {
   // memory; 256 keeps them in the GEMM workspace (128 KB a CTA, L2-resident), rows in passes that
   // fit; -1 by size (256 where K >= 4,096 and the 256-row tiles number >= 128; gemm.cu).
   int wgmma_sum_rows = -1;
+  // The wgmma kernel's copies of x and W: by tensor maps (TMA), one per chunk from one thread, where
+  // segments are whole 32-k chunks and rows 16-byte aligned; else (or false) 16-byte cp.async by
+  // every thread.
+  bool wgmma_tma = true;
   int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks
   int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
   // v1 under PDL, weights of <= 16 MiB only (gemm.cu prefetch_for): bytes of each W row segment
@@ -219,9 +223,10 @@ void set_attention_small_item_warps(int warps);
 // one-warp per-part kernel, -1 VERBATIM_ATTN_TILE_KERNEL (default 1). Same bits every way
 // (cuda_ops_test AttentionMergeOfManyPartsIsTheFold runs each).
 void set_attention_tile_kernel(int mode);
-// The fold kernel (whole-row items of > 16 rows: prefill): 1 folds each 16-column block of a tile's
-// P·V into the output as it is summed (fewer registers, 3 CTAs per SM), 0 sums the whole tile's
-// P·V first, -1 VERBATIM_ATTN_FOLD_PV (default 1). Same bits either way (cuda_ops_test).
+// The fold kernel (whole-row items of > 16 rows: prefill): 0 sums each tile's whole P·V before
+// folding it (1 CTA per SM), 1 folds it 16 columns at a time as they are summed (3 CTAs per SM),
+// 2 folds 32 columns at a time and loads each tile by bulk row copies; -1 VERBATIM_ATTN_FOLD_PV
+// (default 2). Same bits every way (cuda_ops_test).
 void set_attention_fold_pv(int mode);
 int attention_query_tile(int heads_per_kv);  // query tokens per work item (rows = tokens * group <= 64)
 size_t attention_state_floats(int head_dim);  // floats per (token, part, head) state
