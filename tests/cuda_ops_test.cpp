@@ -163,8 +163,9 @@ TEST_P(CudaOps, GemmRowBitsAreTheSameForEveryM) {
 // One GEMM's raw output bytes, every output buffer poisoned first (0xFF: NaN in every dtype), so
 // an element a kernel forgets to write shows up as a difference. what: 0 rounded y, 1 fp32 y32,
 // 2 the split-K partials a fused consumer reads (partials_only).
+// ws_written (if given): whether the GEMM wrote any byte of the workspace (it starts as 0xFF).
 std::vector<uint8_t> gemm_bytes(const DevBuf& x, int M, int K, const DevBuf& w, int N, DType t, int split, int what,
-                                size_t ws_bytes = size_t(64) << 20) {
+                                size_t ws_bytes = size_t(64) << 20, bool* ws_written = nullptr) {
   DevBuf ws(ws_bytes);
   VB_CUDA(cudaMemset(ws.p, 0xFF, ws.bytes));
   cuda::GemmOut out;
@@ -178,6 +179,10 @@ std::vector<uint8_t> gemm_bytes(const DevBuf& x, int M, int K, const DevBuf& w, 
     out.partials_only = split > 1;
   }
   cuda::gemm(x.p, M, K, K, w.p, N, t, split, out, ws.as<float>(), ws.bytes, nullptr);
+  if (ws_written) {
+    const std::vector<uint8_t> b = to_host<uint8_t>(ws, ws.bytes);
+    *ws_written = std::any_of(b.begin(), b.end(), [](uint8_t v) { return v != 0xFF; });
+  }
   if (what == 2 && split > 1) return to_host<uint8_t>(ws, cuda::gemm_workspace_bytes(M, N, split));
   return to_host<uint8_t>(y, bytes);
 }
@@ -293,7 +298,9 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
 // The wgmma kernel adding segments on 256-row CTAs keeps its sums in the workspace, in passes of
 // whole 256-row tiles that fit: several passes (the last of > 64 rows), a pass shortened so the last
 // is not <= 64 rows, and no pass at all (128-row CTAs) must all give v1's bits. The workspace starts
-// as NaN bytes, so a sum that read it before writing would show.
+// as NaN bytes, so a sum that read it before writing would show; the pass cases must write it (the
+// launch ran the 256-row kernel) and the others must not (it fell back to 128 rows). Default knobs
+// on an 8B-shaped layer (K 4,096, 128 tiles of 256 rows) must pick the 256-row kernel by size.
 TEST_P(CudaOps, GemmWgmmaSumsInWorkspaceGiveV1BitsInEveryPass) {
   const GemmShape s{1024, 2048};
   const int split = cuda::gemm_split_for(s.N, s.K);
@@ -305,10 +312,12 @@ TEST_P(CudaOps, GemmWgmmaSumsInWorkspaceGiveV1BitsInEveryPass) {
   struct Case {
     int M;
     size_t tiles;
+    bool passes;
   };
   // Passes: 830 with 2 tiles 512 + 318; 600 with 2: 512 + 88; 600 with 8: one; 800 with 3: 768 + 32
   // would end at <= 64 rows, so 512 + 288; 830 with 1 (256 x 3 + 62) and 300 with 1 (256 + 44): none.
-  for (const Case c : {Case{830, 2}, Case{600, 2}, Case{600, 8}, Case{800, 3}, Case{830, 1}, Case{300, 1}}) {
+  for (const Case c : {Case{830, 2, true}, Case{600, 2, true}, Case{600, 8, true}, Case{800, 3, true},
+                       Case{830, 1, false}, Case{300, 1, false}}) {
     std::vector<uint8_t> v1;
     {
       ScopedGemmKernel use(cuda::GemmKernel::V1);
@@ -317,10 +326,28 @@ TEST_P(CudaOps, GemmWgmmaSumsInWorkspaceGiveV1BitsInEveryPass) {
     }
     ScopedGemmKernel use(cuda::GemmKernel::Tiled);
     ScopedGemmTuning tune(tuned(0, false, 0, 4, true, 1, 256, 256));
-    const std::vector<uint8_t> other = gemm_bytes(dx, c.M, s.K, dw, s.N, t(), split, 0, c.tiles * tile);
+    bool written = false;
+    const std::vector<uint8_t> other = gemm_bytes(dx, c.M, s.K, dw, s.N, t(), split, 0, c.tiles * tile, &written);
     ASSERT_EQ(v1.size(), other.size());
     EXPECT_EQ(std::memcmp(v1.data(), other.data(), v1.size()), 0) << "M " << c.M << ", workspace of " << c.tiles << " tiles";
+    EXPECT_EQ(written, c.passes) << "M " << c.M << ", workspace of " << c.tiles << " tiles";
   }
+  const GemmShape big{4096, 4096};
+  const int M = 1024, bsplit = cuda::gemm_split_for(big.N, big.K);
+  ASSERT_GT(bsplit, 1);
+  Values bx = random_values(size_t(M) * big.K, t(), 1.0f, 23), bw = random_values(size_t(big.N) * big.K, t(), 0.05f, 24);
+  DevBuf dbx = to_device(bx.raw), dbw = to_device(bw.raw);
+  std::vector<uint8_t> v1;
+  {
+    ScopedGemmKernel use(cuda::GemmKernel::V1);
+    ScopedGemmTuning tune(tuned(-1, false, 0));
+    v1 = gemm_bytes(dbx, M, big.K, dbw, big.N, t(), bsplit, 0);
+  }
+  ScopedGemmKernel use(cuda::GemmKernel::Auto);
+  ScopedGemmTuning tune(cuda::GemmTuning{});
+  bool written = false;
+  EXPECT_EQ(gemm_bytes(dbx, M, big.K, dbw, big.N, t(), bsplit, 0, size_t(64) << 20, &written), v1);
+  EXPECT_TRUE(written) << "default knobs did not run the 256-row kernel adding segments in the workspace";
 }
 
 // ---- RMSNorm, RoPE, SiLU-mul, add, embedding: the reference's bits.
@@ -576,12 +603,12 @@ TEST_P(CudaOps, AddRmsNormFromPartialsIsTheCpuReferenceForEverySplitAndRowCount)
   // D 1024 / 4096: the 0.6B / 8B hidden sizes (vector path); 1002: the scalar path.
   for (int D : {1024, 4096, 1002}) {
     for (int split : {1, 2, 4, 8}) {
-      const int Tmax = 33;
+      const int Tmax = 65;  // 65: a prefill's many rows (smaller row blocks, fused.cu many_rows_threads)
       const std::vector<float> parts = random_floats(size_t(split) * Tmax * D, 0.7f, uint32_t(50 + D + split));
       Values h = random_values(size_t(Tmax) * D, t(), 3.0f, uint32_t(60 + D)), w = random_values(D, t(), 1.0f, 61);
       DevBuf dw = to_device(w.f);
       std::vector<uint16_t> first_rows;  // rows of the T = 1 launch
-      for (int T : {1, 2, 17, 33}) {
+      for (int T : {1, 2, 17, 33, 65}) {
         // The partials of T rows: [split, T, D] (the first T rows of each segment).
         std::vector<float> p(size_t(split) * T * D);
         for (int s = 0; s < split; ++s)

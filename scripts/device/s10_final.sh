@@ -28,15 +28,5 @@ wait_for $W/m17 200 && {
   eb 17_contract $W/m17 contract
   eb 17_fast $W/m17 fast
 }
-wait_for $W/m8r 100 && {
-  inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=9ceba3474cbf6abf
-  inv 8r_fp16 $W/m8r float16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=7e58f529cd75d598
-}
-[ "$(left)" -gt 150 ] && hf_peer 8 $W/m8 4 100
-[ "$(left)" -gt 100 ] && http_check $W/m06
-if [ "$(left)" -gt 75 ]; then
-  run_test cuda_model_test $(( $(left) - 15 ))
-  grep -E "\[cuda parity" $OUT/cuda_model_test.log | head -8 | tee -a $LOG
-fi
-ncu_prefill $W/m8
+record_checks
 call_finish

@@ -1,4 +1,6 @@
 // Fused per-layer glue (fused.h): the unfused kernels' arithmetic, in fewer launches.
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/fused.h"
@@ -224,13 +226,29 @@ void qkv_post(const QkvPost& p, int T, DType t, cudaStream_t stream) {
   VB_CUDA_LAUNCHED();
 }
 
+// Threads per row block where a launch has many rows (prefill): each row's norm is one serial chain
+// of D / 16 steps in 16 lanes, so more rows per SM (smaller blocks) overlap more chains; a decode
+// step's few rows keep rownorm_threads. Same bits at any block size (rownorm.cuh).
+// VERBATIM_NORM_MANY_ROWS_THREADS (default 256; 0 = rownorm_threads).
+namespace {
+constexpr int64_t kManyRows = 64;
+int many_rows_threads() {
+  static const int n = [] {
+    const char* e = std::getenv("VERBATIM_NORM_MANY_ROWS_THREADS");
+    const int v = e && *e ? std::atoi(e) : 256;
+    return v <= 0 ? 1024 : std::max(32, std::min(1024, v / 32 * 32));
+  }();
+  return n;
+}
+}  // namespace
+
 void add_rmsnorm_from(void* h, const GemmResult& d, int64_t rows, int D, const float* w, float eps, DType t, void* y,
                       cudaStream_t stream) {
   if (rows <= 0) return;
   if (rownorm_smem(D) > kRownormMaxSmem)
     throw Error("cuda add_rmsnorm_from: rows of " + std::to_string(D) + " values exceed the kernel's shared memory");
   const bool vec = D % 4 == 0 && gemm_vec4_ok(d) && aligned(h, 8) && aligned(y, 8) && aligned(w, 16);
-  const int threads = rownorm_threads(D);
+  const int threads = rows >= kManyRows ? std::min(rownorm_threads(D), many_rows_threads()) : rownorm_threads(D);
   const size_t smem = rownorm_smem(D);
   if (t == DType::BF16)
     pdl_launch(add_rmsnorm_from_kernel<bf16>, dim3(unsigned(rows)), dim3(threads), smem, stream, static_cast<bf16*>(h),

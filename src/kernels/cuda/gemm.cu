@@ -547,6 +547,10 @@ TiledShape tiled_shape(int M) {
 // Whether a tiled CTA sums every segment itself: when the tiles alone fill the GPU (about one
 // CTA per SM); otherwise one CTA per (tile, segment) into partials, summed by gemm_reduce or
 // a consumer. Either way the same additions in the same order (see the kernel's comment).
+gemm_impl::WgmmaConfig wgmma_config() {
+  const GemmTuning t = tuning();
+  return {t.wgmma_rows, t.wgmma_tma};
+}
 // Rows past 64 run the wgmma kernel unless GemmTuning::tiled_wgmma is off (same bits either way).
 bool tiled_uses_wgmma(int M) { return M > 64 && tuning().tiled_wgmma; }
 bool tiled_combines(int M, int N, int split) {
@@ -563,7 +567,7 @@ void launch_tiled_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   if (a.M <= 32) return launch_tiled_cfg<T, 32, 128, 1, 8, 6, combine>(a, split, stream);
   if (a.M <= 64) return launch_tiled_cfg<T, 64, 128, 1, 8, 5, combine>(a, split, stream);
   if (tiled_uses_wgmma(a.M))
-    return launch_wgmma<T>(a, split, combine, tuning().wgmma_rows, tuning().wgmma_tma, stream);  // (a.tot: 256 rows)
+    return launch_wgmma<T>(a, split, combine, wgmma_config(), stream);  // (a.tot: 256 rows, adding)
   // Adding segments in the kernel keeps a second set of sums: 16 warps of 32 x 32 fit it in
   // registers (8 warps of 64 x 32 spill); without it, 8 warps of 64 x 32 read less shared memory.
   if (combine) return launch_tiled_cfg<T, 128, 128, 4, 4, 4, true>(a, split, stream);
@@ -726,7 +730,7 @@ void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, v
   a.silu_cols = I;
   auto go = [&](auto tag) {
     using T = decltype(tag);
-    if (M > 64) return launch_wgmma<T>(a, 1, false, tuning().wgmma_rows, tuning().wgmma_tma, stream);
+    if (M > 64) return launch_wgmma<T>(a, 1, false, wgmma_config(), stream);
     if (M <= 16) {
       if (tuning().v1_unroll16 == 8) return launch<T, 1, 2, 8, true>(a, 1, stream);
       return launch<T, 1, 2, 4, true>(a, 1, stream);

@@ -455,11 +455,13 @@ bool tma_fits(const GemmArgs& a, size_t esize) {
 
 template <typename T, int BM, bool combine>
 void launch_cfg(const GemmArgs& a, int split, bool tma, cudaStream_t stream) {
-  // H200, session 10 (gemm-bench, 2,048 rows): 256 rows wait for each stage's MMAs (LAG 0) with
-  // two chunks a stage, 4 stages (8B qkv 269 TFLOP/s, gate_up 339); one stage left running would
-  // need a second set of A fragments, which at two chunks passes a 512-thread CTA's 128 registers,
-  // and at one chunk a stage was slower (261, 280). 128 rows: one chunk a stage, 8 stages, one
-  // stage of MMAs left running (0.6B o 214 against 195, down 237 against 215).
+  // H200, session 10 (gemm-bench, 2,048 rows, cp.async copies): 256 rows wait for each stage's MMAs
+  // (LAG 0) with two chunks a stage, 4 stages (8B qkv 269 TFLOP/s, gate_up 339); one stage left
+  // running would need a second set of A fragments, which at two chunks passes a 512-thread CTA's
+  // 128 registers, and at one chunk a stage was slower (261, 280). 128 rows: one chunk a stage, 8
+  // stages, one stage of MMAs left running (0.6B o 214 against 195, down 237 against 215).
+  // Session 11, with TMA copies: 256 rows at one chunk a stage, LAG 1, 8 stages still lost (8B
+  // gate_up 463 against 507 TFLOP/s, qkv 386 against 411; 8B prefill 93.3 against 89.2 ms).
   constexpr int KC = BM == 256 ? 2 : 1, S = BM == 256 ? 4 : 8, LAG = BM == 256 ? 0 : 1;
   constexpr size_t smem = wgmma_smem_bytes<BM, KC, S, LAG, combine>() + S * sizeof(uint64_t);
   static_assert(smem <= 227 * 1024, "wgmma GEMM stages exceed shared memory");
@@ -489,15 +491,15 @@ size_t wgmma_tot_bytes(int M, int N) {
 }
 
 template <typename T>
-void launch_wgmma(const GemmArgs& a, int split, bool combine, int rows, bool tma, cudaStream_t stream) {
+void launch_wgmma(const GemmArgs& a, int split, bool combine, const WgmmaConfig& c, cudaStream_t stream) {
   if (combine && split > 1) {
-    if (a.tot) return launch_cfg<T, 256, true>(a, split, tma, stream);
-    return launch_cfg<T, 128, true>(a, split, tma, stream);  // the sums fill the rest of shared memory
+    if (a.tot) return launch_cfg<T, 256, true>(a, split, c.tma, stream);
+    return launch_cfg<T, 128, true>(a, split, c.tma, stream);  // the sums fill the rest of shared memory
   }
-  if (rows == 256) return launch_cfg<T, 256, false>(a, split, tma, stream);
-  launch_cfg<T, 128, false>(a, split, tma, stream);
+  if (c.rows == 256) return launch_cfg<T, 256, false>(a, split, c.tma, stream);
+  launch_cfg<T, 128, false>(a, split, c.tma, stream);
 }
-template void launch_wgmma<__nv_bfloat16>(const GemmArgs&, int, bool, int, bool, cudaStream_t);
-template void launch_wgmma<__half>(const GemmArgs&, int, bool, int, bool, cudaStream_t);
+template void launch_wgmma<__nv_bfloat16>(const GemmArgs&, int, bool, const WgmmaConfig&, cudaStream_t);
+template void launch_wgmma<__half>(const GemmArgs&, int, bool, const WgmmaConfig&, cudaStream_t);
 
 }  // namespace verbatim::cuda::gemm_impl

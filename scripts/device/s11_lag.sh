@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Session 11, call 3 (one H200, ~200 s): 256-row wgmma CTAs with TMA copies, one chunk a stage and
+# one stage of MMAs left running (VERBATIM_GEMM_WGMMA_LAG256=1) against two chunks a stage that wait
+# for their MMAs (the default after call 2), in one binary. Bits: cuda_ops_test (the new
+# configuration against v1; the workspace test now asserts which launches wrote the workspace),
+# the 0.6B bf16 digest with the knob on. Speed: gemm-bench at 2,048 rows (tiled, tiled:wglag),
+# engine-bench 2,048-token prefill alternated (two rounds on 8B, one on 1.7B and 0.6B), ncu stall
+# samples of the 256-row gate_up launch with the knob on.
+# Pack: pack.sh build-cuda verbatim tests/cuda_ops_test tests/cuda_model_test tests/cuda_invariance_test.
+cd "$(dirname "$0")/../.."
+source scripts/device/common.sh
+call_start s11_lag 230
+mk qwen3-1.7b $W/m17 0.02 &
+run_test cuda_ops_test 100
+inv 06_bf16_lag $W/m06 bfloat16 VERBATIM_TEST_EXPECT_DIGEST=02fdf9975bf8eafb VERBATIM_GEMM_WGMMA_LAG256=1
+gemm_2048 "" tiled,tiled:wglag
+wait_for $W/m8 150
+export EB_BATCHES=1 EB_STEPS=8 EB_MIN_LEFT=30
+for r in 1 2; do
+  eb 8p_lag0_r$r $W/m8 contract VERBATIM_GEMM_WGMMA_LAG256=0
+  eb 8p_lag1_r$r $W/m8 contract VERBATIM_GEMM_WGMMA_LAG256=1
+done
+eb 06p_lag0 $W/m06 contract VERBATIM_GEMM_WGMMA_LAG256=0
+eb 06p_lag1 $W/m06 contract VERBATIM_GEMM_WGMMA_LAG256=1
+wait_for $W/m17 30 && { eb 17p_lag0 $W/m17 contract VERBATIM_GEMM_WGMMA_LAG256=0; eb 17p_lag1 $W/m17 contract VERBATIM_GEMM_WGMMA_LAG256=1; }
+VERBATIM_GEMM_WGMMA_LAG256=1 ncu_prof wg_gateup_lag gemm_wgmma 2 $W/m8 --batches 1 --context 64 --steps 1 --prefill 2048 --no-context-prefill
+call_finish
