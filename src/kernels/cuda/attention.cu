@@ -614,9 +614,6 @@ __global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(
 template <typename T, int HD>
 size_t tile_kernel_smem() { return Smem<HD>::kVElems * sizeof(T) + sizeof(uint64_t); }  // V tile, then its barrier
 
-// Shared-memory reads (generic proxy) ordered before the bulk copies (async proxy) that refill it.
-__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
 // The fold kernel's tile loads as bulk copies (addresses only: the same bytes land in the same
 // places as load_tile's). Thread tid copies one row per tile: K (tid < 64) or V of key tid & 63,
 // one cp.async.bulk completing on the stage's mbarrier instead of 16 cp.async of 16 bytes, each
@@ -723,7 +720,7 @@ __global__ void __launch_bounds__(kThreads, PVC > 0 ? 3 : 1) attention_fold_kern
     if constexpr (BULK) {
       // Stage buf ^ 1 was last read in iteration it - 1, before its closing barrier.
       if (it + 1 < ntiles) {
-        fence_proxy_async_smem();
+        fence_proxy_async();  // this warp's reads of the stage (generic proxy) before the copies (async proxy)
         rows.issue(it + 1, buf ^ 1, &bars[buf ^ 1]);
       }
       // Use n = it / 2 of this stage's barrier: its phase n. Zero rows of this tile were stored
@@ -892,8 +889,7 @@ int fold_pv_mode() {
   const int v = g_fold_pv.load(std::memory_order_relaxed);
   if (v >= 0) return v;
   static const int env = [] {
-    const char* e = std::getenv("VERBATIM_ATTN_FOLD_PV");
-    const int m = e && *e ? std::atoi(e) : 2;
+    const int m = env_int("VERBATIM_ATTN_FOLD_PV", 2);
     return m >= 0 && m <= 2 ? m : 2;
   }();
   return env;

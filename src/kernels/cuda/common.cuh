@@ -83,6 +83,9 @@ template <> __device__ __forceinline__ void mma16816<f16>(float c[4], const uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Orders this thread's shared-memory accesses (generic proxy) with the async proxy's: stores before
+// wgmma's operand reads, reads before the bulk / tensor copies that refill the buffer.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // mbarriers (sm_90) at shared-memory address `bar`, for copies that complete on them (bulk and
 // tensor copies): init with an arrival count, arm with the bytes to expect, wait for a phase.
 __device__ __forceinline__ void mbar_init_at(uint32_t bar, int count) {

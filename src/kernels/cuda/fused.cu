@@ -1,6 +1,5 @@
 // Fused per-layer glue (fused.h): the unfused kernels' arithmetic, in fewer launches.
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/fused.h"
@@ -234,8 +233,7 @@ namespace {
 constexpr int64_t kManyRows = 64;
 int many_rows_threads() {
   static const int n = [] {
-    const char* e = std::getenv("VERBATIM_NORM_MANY_ROWS_THREADS");
-    const int v = e && *e ? std::atoi(e) : 256;
+    const int v = env_int("VERBATIM_NORM_MANY_ROWS_THREADS", 256);
     return v <= 0 ? 1024 : std::max(32, std::min(1024, v / 32 * 32));
   }();
   return n;

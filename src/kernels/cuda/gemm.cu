@@ -446,21 +446,17 @@ bool g_tuning_set = false;
 GemmTuning g_tuning;
 GemmTuning tuning_from_env() {
   GemmTuning t;
-  auto num = [](const char* name, int dflt) {
-    const char* e = std::getenv(name);
-    return e && *e ? std::atoi(e) : dflt;
-  };
-  t.tiled_min_m = std::max(0, num("VERBATIM_GEMM_TILED_MIN_M", t.tiled_min_m));
-  t.tiled_combine = num("VERBATIM_GEMM_TILED_COMBINE", t.tiled_combine);
-  t.tiled_wide = num("VERBATIM_GEMM_TILED_WIDE", t.tiled_wide ? 1 : 0) == 1;
-  t.tiled_wgmma = num("VERBATIM_GEMM_WGMMA", t.tiled_wgmma ? 1 : 0) == 1;
-  t.wgmma_combine = num("VERBATIM_GEMM_WGMMA_COMBINE", t.wgmma_combine);
-  t.wgmma_rows = num("VERBATIM_GEMM_WGMMA_ROWS", t.wgmma_rows) == 256 ? 256 : 128;
-  t.wgmma_sum_rows = num("VERBATIM_GEMM_WGMMA_SUM_ROWS", t.wgmma_sum_rows);
-  t.wgmma_tma = num("VERBATIM_GEMM_WGMMA_TMA", t.wgmma_tma ? 1 : 0) == 1;
-  t.v1_m64 = num("VERBATIM_GEMM_V1_M64", num("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
-  t.v1_unroll16 = num("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
-  t.v1_prefetch_bytes = std::max(0, num("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
+  t.tiled_min_m = std::max(0, env_int("VERBATIM_GEMM_TILED_MIN_M", t.tiled_min_m));
+  t.tiled_combine = env_int("VERBATIM_GEMM_TILED_COMBINE", t.tiled_combine);
+  t.tiled_wide = env_int("VERBATIM_GEMM_TILED_WIDE", t.tiled_wide ? 1 : 0) == 1;
+  t.tiled_wgmma = env_int("VERBATIM_GEMM_WGMMA", t.tiled_wgmma ? 1 : 0) == 1;
+  t.wgmma_combine = env_int("VERBATIM_GEMM_WGMMA_COMBINE", t.wgmma_combine);
+  t.wgmma_rows = env_int("VERBATIM_GEMM_WGMMA_ROWS", t.wgmma_rows) == 256 ? 256 : 128;
+  t.wgmma_sum_rows = env_int("VERBATIM_GEMM_WGMMA_SUM_ROWS", t.wgmma_sum_rows);
+  t.wgmma_tma = env_int("VERBATIM_GEMM_WGMMA_TMA", t.wgmma_tma ? 1 : 0) == 1;
+  t.v1_m64 = env_int("VERBATIM_GEMM_V1_M64", env_int("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
+  t.v1_unroll16 = env_int("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
+  t.v1_prefetch_bytes = std::max(0, env_int("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
   return t;
 }
 GemmTuning tuning() {
@@ -547,10 +543,6 @@ TiledShape tiled_shape(int M) {
 // Whether a tiled CTA sums every segment itself: when the tiles alone fill the GPU (about one
 // CTA per SM); otherwise one CTA per (tile, segment) into partials, summed by gemm_reduce or
 // a consumer. Either way the same additions in the same order (see the kernel's comment).
-gemm_impl::WgmmaConfig wgmma_config() {
-  const GemmTuning t = tuning();
-  return {t.wgmma_rows, t.wgmma_tma};
-}
 // Rows past 64 run the wgmma kernel unless GemmTuning::tiled_wgmma is off (same bits either way).
 bool tiled_uses_wgmma(int M) { return M > 64 && tuning().tiled_wgmma; }
 bool tiled_combines(int M, int N, int split) {
@@ -567,7 +559,7 @@ void launch_tiled_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   if (a.M <= 32) return launch_tiled_cfg<T, 32, 128, 1, 8, 6, combine>(a, split, stream);
   if (a.M <= 64) return launch_tiled_cfg<T, 64, 128, 1, 8, 5, combine>(a, split, stream);
   if (tiled_uses_wgmma(a.M))
-    return launch_wgmma<T>(a, split, combine, wgmma_config(), stream);  // (a.tot: 256 rows, adding)
+    return launch_wgmma<T>(a, split, combine, tuning(), stream);  // (a.tot: 256 rows, adding)
   // Adding segments in the kernel keeps a second set of sums: 16 warps of 32 x 32 fit it in
   // registers (8 warps of 64 x 32 spill); without it, 8 warps of 64 x 32 read less shared memory.
   if (combine) return launch_tiled_cfg<T, 128, 128, 4, 4, 4, true>(a, split, stream);
@@ -730,7 +722,7 @@ void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, v
   a.silu_cols = I;
   auto go = [&](auto tag) {
     using T = decltype(tag);
-    if (M > 64) return launch_wgmma<T>(a, 1, false, wgmma_config(), stream);
+    if (M > 64) return launch_wgmma<T>(a, 1, false, tuning(), stream);
     if (M <= 16) {
       if (tuning().v1_unroll16 == 8) return launch<T, 1, 2, 8, true>(a, 1, stream);
       return launch<T, 1, 2, 4, true>(a, 1, stream);

@@ -56,8 +56,6 @@ static_assert(kBN == wgmma_layout::kRows, "the W staging map is made for the CTA
 __device__ __forceinline__ void st_shared32(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
-// Shared-memory writes (generic proxy) made visible to wgmma's operand reads (async proxy).
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 // Until at most N of this warpgroup's committed MMA groups are still running.
@@ -491,15 +489,15 @@ size_t wgmma_tot_bytes(int M, int N) {
 }
 
 template <typename T>
-void launch_wgmma(const GemmArgs& a, int split, bool combine, const WgmmaConfig& c, cudaStream_t stream) {
+void launch_wgmma(const GemmArgs& a, int split, bool combine, const GemmTuning& t, cudaStream_t stream) {
   if (combine && split > 1) {
-    if (a.tot) return launch_cfg<T, 256, true>(a, split, c.tma, stream);
-    return launch_cfg<T, 128, true>(a, split, c.tma, stream);  // the sums fill the rest of shared memory
+    if (a.tot) return launch_cfg<T, 256, true>(a, split, t.wgmma_tma, stream);
+    return launch_cfg<T, 128, true>(a, split, t.wgmma_tma, stream);  // the sums fill the rest of shared memory
   }
-  if (c.rows == 256) return launch_cfg<T, 256, false>(a, split, c.tma, stream);
-  launch_cfg<T, 128, false>(a, split, c.tma, stream);
+  if (t.wgmma_rows == 256) return launch_cfg<T, 256, false>(a, split, t.wgmma_tma, stream);
+  launch_cfg<T, 128, false>(a, split, t.wgmma_tma, stream);
 }
-template void launch_wgmma<__nv_bfloat16>(const GemmArgs&, int, bool, const WgmmaConfig&, cudaStream_t);
-template void launch_wgmma<__half>(const GemmArgs&, int, bool, const WgmmaConfig&, cudaStream_t);
+template void launch_wgmma<__nv_bfloat16>(const GemmArgs&, int, bool, const GemmTuning&, cudaStream_t);
+template void launch_wgmma<__half>(const GemmArgs&, int, bool, const GemmTuning&, cudaStream_t);
 
 }  // namespace verbatim::cuda::gemm_impl

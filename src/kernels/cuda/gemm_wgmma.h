@@ -5,17 +5,13 @@
 
 namespace verbatim::cuda::gemm_impl {
 
-// The launch's shape knobs (GemmTuning's wgmma fields; none changes a bit).
-struct WgmmaConfig {
-  int rows = 256;   // rows per CTA where the segments are not added here: 128 or 256
-  bool tma = true;  // x and W by tensor maps where they fit, else cp.async
-};
 // One pass of a.M rows: combine (split > 1) adds the segments in the kernel, in segment order;
 // otherwise grid z = segment and each writes its sum to a.partial (or the output when split == 1).
-// c.rows: 128 or 256 rows per CTA where the segments are not added here; when they are, 256 with
-// a.tot (wgmma_tot_bytes(M, N) of scratch for the sums), else 128. Same bits every way.
+// t.wgmma_rows: 128 or 256 rows per CTA where the segments are not added here; when they are, 256
+// with a.tot (wgmma_tot_bytes(M, N) of scratch for the sums), else 128. t.wgmma_tma: x and W by
+// tensor maps where they fit, else cp.async. Same bits every way.
 template <typename T>
-void launch_wgmma(const GemmArgs& a, int split, bool combine, const WgmmaConfig& c, cudaStream_t stream);
+void launch_wgmma(const GemmArgs& a, int split, bool combine, const GemmTuning& t, cudaStream_t stream);
 size_t wgmma_tot_bytes(int M, int N);
 
 }  // namespace verbatim::cuda::gemm_impl

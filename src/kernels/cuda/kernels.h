@@ -19,6 +19,10 @@ void check(cudaError_t e, const char* what, const char* file, int line);
 #define VB_CUDA(x) ::verbatim::cuda::check((x), #x, __FILE__, __LINE__)
 #define VB_CUDA_LAUNCHED() ::verbatim::cuda::check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
 
+// A speed knob from the environment (VERBATIM_*): its integer value, or dflt where it is unset or
+// empty. Callers read it once (a static) and clamp it to the values they accept.
+int env_int(const char* name, int dflt);
+
 // Whether the glue and GEMM kernels are launched as programmatic dependent launches (common.cuh
 // pdl_launch: scheduling only, same bits). On unless VERBATIM_PDL=0 in the environment (read once).
 bool pdl_enabled();

@@ -6,12 +6,13 @@
 #include "kernels/cuda/kernels.h"
 
 namespace verbatim::cuda {
-namespace {
 
 int env_int(const char* name, int dflt) {
   const char* e = std::getenv(name);
   return e && *e ? std::atoi(e) : dflt;
 }
+
+namespace {
 
 thread_local bool t_scope_on = true;  // per thread: tensor-parallel ranks run one thread each
 
