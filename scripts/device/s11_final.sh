@@ -17,19 +17,14 @@ bits_06
 gemm_2048 "" tiled,tiled:wgcp,cublas
 wait_for $W/m8 200
 export EB_MIN_LEFT=30
-for r in 1 2; do
-  EB_BATCHES=1 EB_STEPS=8 eb 8p_s10_r$r $W/m8 contract $S10
-  EB_BATCHES=1 EB_STEPS=8 eb 8p_new_r$r $W/m8 contract
-done
-EB_BATCHES=1 EB_STEPS=8 eb 06p_s10 $W/m06 contract $S10
-EB_BATCHES=1 EB_STEPS=8 eb 06p_new $W/m06 contract
+EB_BATCHES=1 EB_STEPS=8 ab_vars 8p $W/m8 2 s10 "$S10" new ""
+EB_BATCHES=1 EB_STEPS=8 ab_vars 06p $W/m06 1 s10 "$S10" new ""
 eb 06_contract $W/m06 contract
 eb 06_fast $W/m06 fast
 eb 8_contract $W/m8 contract
 eb 8_fast $W/m8 fast
 wait_for $W/m17 200 && {
-  EB_BATCHES=1 EB_STEPS=8 eb 17p_s10 $W/m17 contract $S10
-  EB_BATCHES=1 EB_STEPS=8 eb 17p_new $W/m17 contract
+  EB_BATCHES=1 EB_STEPS=8 ab_vars 17p $W/m17 1 s10 "$S10" new ""
   eb 17_contract $W/m17 contract
   eb 17_fast $W/m17 fast
 }

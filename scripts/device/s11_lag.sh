@@ -16,12 +16,9 @@ inv 06_bf16_lag $W/m06 bfloat16 VERBATIM_TEST_EXPECT_DIGEST=02fdf9975bf8eafb VER
 gemm_2048 "" tiled,tiled:wglag
 wait_for $W/m8 150
 export EB_BATCHES=1 EB_STEPS=8 EB_MIN_LEFT=30
-for r in 1 2; do
-  eb 8p_lag0_r$r $W/m8 contract VERBATIM_GEMM_WGMMA_LAG256=0
-  eb 8p_lag1_r$r $W/m8 contract VERBATIM_GEMM_WGMMA_LAG256=1
-done
-eb 06p_lag0 $W/m06 contract VERBATIM_GEMM_WGMMA_LAG256=0
-eb 06p_lag1 $W/m06 contract VERBATIM_GEMM_WGMMA_LAG256=1
-wait_for $W/m17 30 && { eb 17p_lag0 $W/m17 contract VERBATIM_GEMM_WGMMA_LAG256=0; eb 17p_lag1 $W/m17 contract VERBATIM_GEMM_WGMMA_LAG256=1; }
+L0=VERBATIM_GEMM_WGMMA_LAG256=0 L1=VERBATIM_GEMM_WGMMA_LAG256=1
+ab_vars 8p $W/m8 2 lag0 $L0 lag1 $L1
+ab_vars 06p $W/m06 1 lag0 $L0 lag1 $L1
+wait_for $W/m17 30 && ab_vars 17p $W/m17 1 lag0 $L0 lag1 $L1
 VERBATIM_GEMM_WGMMA_LAG256=1 ncu_prof wg_gateup_lag gemm_wgmma 2 $W/m8 --batches 1 --context 64 --steps 1 --prefill 2048 --no-context-prefill
 call_finish

@@ -12,12 +12,8 @@ mk qwen3-8b $W/m8r 0.005 &
 bits_06
 wait_for $W/m8 150
 export EB_BATCHES=1 EB_STEPS=8 EB_MIN_LEFT=30
-for r in 1 2; do
-  eb 8p_n1024_r$r $W/m8 contract VERBATIM_NORM_MANY_ROWS_THREADS=0
-  eb 8p_n256_r$r $W/m8 contract
-done
-eb 06p_n1024 $W/m06 contract VERBATIM_NORM_MANY_ROWS_THREADS=0
-eb 06p_n256 $W/m06 contract
+ab_vars 8p $W/m8 2 n1024 VERBATIM_NORM_MANY_ROWS_THREADS=0 n256 ""
+ab_vars 06p $W/m06 1 n1024 VERBATIM_NORM_MANY_ROWS_THREADS=0 n256 ""
 wait_for $W/m8r 60 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=9ceba3474cbf6abf
 ncu_prefill $W/m8
 call_finish

@@ -15,14 +15,10 @@ bits_06
 gemm_2048 "" tiled,tiled:wgcp,cublas
 wait_for $W/m8 150
 export EB_BATCHES=1 EB_STEPS=8 EB_MIN_LEFT=30
-for r in 1 2; do
-  eb 8p_cp_r$r $W/m8 contract VERBATIM_GEMM_WGMMA_TMA=0
-  eb 8p_tma_r$r $W/m8 contract VERBATIM_GEMM_WGMMA_TMA=1
-done
-eb 06p_cp $W/m06 contract VERBATIM_GEMM_WGMMA_TMA=0
-eb 06p_tma $W/m06 contract VERBATIM_GEMM_WGMMA_TMA=1
+ab_vars 8p $W/m8 2 cp VERBATIM_GEMM_WGMMA_TMA=0 tma VERBATIM_GEMM_WGMMA_TMA=1
+ab_vars 06p $W/m06 1 cp VERBATIM_GEMM_WGMMA_TMA=0 tma VERBATIM_GEMM_WGMMA_TMA=1
 wait_for $W/m8r 100 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=9ceba3474cbf6abf
-wait_for $W/m17 30 && { eb 17p_cp $W/m17 contract VERBATIM_GEMM_WGMMA_TMA=0; eb 17p_tma $W/m17 contract VERBATIM_GEMM_WGMMA_TMA=1; }
+wait_for $W/m17 30 && ab_vars 17p $W/m17 1 cp VERBATIM_GEMM_WGMMA_TMA=0 tma VERBATIM_GEMM_WGMMA_TMA=1
 ncu_prof wg_gateup gemm_wgmma 2 $W/m8 --batches 1 --context 64 --steps 1 --prefill 2048 --no-context-prefill
 ncu_prefill $W/m8
 call_finish
