@@ -5,11 +5,18 @@
 // map, k16 steps in ascending order, fp32 accumulators chained) through (1) mma.sync, (2) wgmma
 // with A and B in shared memory, (3) wgmma with A in registers; it counts differing outputs and
 // the error of each against an fp64 reference, for bf16 and fp16 and for two input ranges.
+// Second question (session 13): does one mma.sync k16 step depend on which slot each k takes, or
+// only on the step's set of 16 k? Chunks of 32 k through mma.sync under slot->k maps that keep
+// each step's set (the attention kernels' map, random permutations inside each step) and under
+// maps that change the sets (gemm.cu's v1 map, a swap of the steps' halves), each against the
+// natural map. If only the sets matter, a GEMM whose steps take 16 consecutive k can be fed by
+// plain tensor copies of W and still give the bits of an mma.sync kernel that loads 8 bytes a lane.
 // Usage: mma_probe [--json FILE]. Research tool: it prints what it finds and asserts nothing.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -72,6 +79,28 @@ __global__ void probe_mma_sync(const uint16_t* A, const uint16_t* B, int K, floa
     const int k0 = 16 * s + 2 * tig;
     mma_sync<BF>(c, a, ld2(B + gid * K + k0), ld2(B + gid * K + k0 + 8));
   }
+  store_d(D, w, gid, tig, c);
+}
+
+// mma.sync chained over K with slot j of step q of each 32-k chunk taking chunk offset
+// perm[16 q + j] (A and B alike, so the product is the plain dot product whatever the map).
+__device__ __forceinline__ uint32_t pack_pair(const uint16_t* row, int k0, int k1) {
+  return uint32_t(row[k0]) | (uint32_t(row[k1]) << 16);
+}
+template <bool BF>
+__global__ void probe_mma_perm(const uint16_t* A, const uint16_t* B, int K, float* D, const int* perm) {
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+  const uint16_t* a0 = A + (16 * w + gid) * K;
+  const uint16_t* a1 = A + (16 * w + gid + 8) * K;
+  const uint16_t* b = B + gid * K;
+  float c[4] = {0, 0, 0, 0};
+  for (int c0 = 0; c0 < K; c0 += 32)
+    for (int q = 0; q < 2; ++q) {
+      const int* pq = perm + 16 * q;
+      const int k0 = c0 + pq[2 * tig], k1 = c0 + pq[2 * tig + 1], k8 = c0 + pq[2 * tig + 8], k9 = c0 + pq[2 * tig + 9];
+      const uint32_t a[4] = {pack_pair(a0, k0, k1), pack_pair(a1, k0, k1), pack_pair(a0, k8, k9), pack_pair(a1, k8, k9)};
+      mma_sync<BF>(c, a, pack_pair(b, k0, k1), pack_pair(b, k8, k9));
+    }
   store_d(D, w, gid, tig, c);
 }
 
@@ -175,6 +204,18 @@ float from_bits(uint16_t u, bool bf) {
   return __half2float(h);
 }
 
+// A [kM, K] and B [kN, K], random: narrow (normal * 0.05) or wide (normal * 2^[-10, 10]).
+void random_operands(int K, bool wide, uint32_t seed, bool bf, std::vector<uint16_t>& A, std::vector<uint16_t>& B) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> ex(-10, 10);
+  A.resize(size_t(kM) * K);
+  B.resize(size_t(kN) * K);
+  auto val = [&] { return wide ? std::ldexp(nd(g), ex(g)) : nd(g) * 0.05f; };
+  for (auto& v : A) v = to_bits(val(), bf);
+  for (auto& v : B) v = to_bits(val(), bf);
+}
+
 struct Result {
   std::string name;
   int differ_from_mma_sync = 0;
@@ -183,13 +224,8 @@ struct Result {
 
 template <bool BF>
 std::vector<Result> run_case(int K, bool wide, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::uniform_int_distribution<int> ex(-10, 10);
-  std::vector<uint16_t> A(kM * K), B(kN * K);
-  auto val = [&] { return wide ? std::ldexp(nd(g), ex(g)) : nd(g) * 0.05f; };
-  for (auto& v : A) v = to_bits(val(), BF);
-  for (auto& v : B) v = to_bits(val(), BF);
+  std::vector<uint16_t> A, B;
+  random_operands(K, wide, seed, BF, A, B);
   std::vector<double> ref(kM * kN), mag(kM * kN);
   for (int m = 0; m < kM; ++m)
     for (int n = 0; n < kN; ++n) {
@@ -241,6 +277,74 @@ std::vector<Result> run_case(int K, bool wide, uint32_t seed) {
   return res;
 }
 
+// The slot maps of the second question: name, whether they keep each step's set of k, the map.
+struct SlotMap {
+  std::string name;
+  bool same_sets;
+  std::vector<int> perm;  // 32 entries: slot j of step q -> chunk offset perm[16 q + j]
+};
+std::vector<SlotMap> slot_maps() {
+  std::vector<SlotMap> maps;
+  std::vector<int> nat(32), v1(32), attn(32), halves(32);
+  for (int i = 0; i < 32; ++i) nat[size_t(i)] = i;
+  for (int q = 0; q < 2; ++q)
+    for (int t = 0; t < 4; ++t)
+      for (int e = 0; e < 2; ++e) {
+        v1[size_t(16 * q + 2 * t + e)] = 8 * t + 4 * q + e;  // gemm.cu: 16-byte loads, 8 k a lane
+        v1[size_t(16 * q + 2 * t + 8 + e)] = 8 * t + 4 * q + 2 + e;
+        attn[size_t(16 * q + 2 * t + e)] = 16 * q + 4 * t + e;  // attention.cu: 8-byte loads, 4 k a lane
+        attn[size_t(16 * q + 2 * t + 8 + e)] = 16 * q + 4 * t + 2 + e;
+      }
+  for (int q = 0; q < 2; ++q)
+    for (int j = 0; j < 16; ++j) halves[size_t(16 * q + j)] = 16 * q + (j + 8) % 16;  // slots 0-7 <-> 8-15
+  maps.push_back({"natural", true, nat});
+  maps.push_back({"attention_map", true, attn});
+  maps.push_back({"halves_swapped", true, halves});
+  std::mt19937 g(7);
+  for (int i = 0; i < 8; ++i) {
+    std::vector<int> r = nat;
+    std::shuffle(r.begin(), r.begin() + 16, g);
+    std::shuffle(r.begin() + 16, r.end(), g);
+    maps.push_back({"random_in_step_" + std::to_string(i), true, r});
+  }
+  maps.push_back({"v1_map (other sets)", false, v1});
+  return maps;
+}
+
+// Outputs differing from the natural map's, per map, on one random case.
+template <bool BF>
+std::vector<std::pair<std::string, int>> run_perm_case(int K, bool wide, uint32_t seed) {
+  std::vector<uint16_t> A, B;
+  random_operands(K, wide, seed, BF, A, B);
+  uint16_t *dA, *dB;
+  float* dD;
+  int* dP;
+  CK(cudaMalloc(&dA, A.size() * 2));
+  CK(cudaMalloc(&dB, B.size() * 2));
+  CK(cudaMalloc(&dD, kM * kN * 4));
+  CK(cudaMalloc(&dP, 32 * sizeof(int)));
+  CK(cudaMemcpy(dA, A.data(), A.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dB, B.data(), B.size() * 2, cudaMemcpyHostToDevice));
+  std::vector<float> base(kM * kN), out(kM * kN);
+  std::vector<std::pair<std::string, int>> res;
+  for (const auto& m : slot_maps()) {
+    CK(cudaMemcpy(dP, m.perm.data(), 32 * sizeof(int), cudaMemcpyHostToDevice));
+    probe_mma_perm<BF><<<1, 128>>>(dA, dB, K, dD, dP);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(out.data(), dD, out.size() * 4, cudaMemcpyDeviceToHost));
+    if (m.name == "natural") base = out;
+    int differ = 0;
+    for (size_t i = 0; i < out.size(); ++i) differ += std::memcmp(&out[i], &base[i], 4) != 0;
+    res.push_back({m.name, differ});
+  }
+  CK(cudaFree(dA));
+  CK(cudaFree(dB));
+  CK(cudaFree(dD));
+  CK(cudaFree(dP));
+  return res;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -275,6 +379,27 @@ int main(int argc, char** argv) {
                           "\"differ_from_mma_sync\":%d,\"outputs\":%d,\"max_rel_err\":%.6g}",
                           first ? "" : ",", bf ? "bf16" : "fp16", K, wide ? "wide" : "narrow", seed, r.name.c_str(),
                           r.differ_from_mma_sync, kM * kN, r.max_rel_err);
+            js += buf;
+            first = false;
+          }
+        }
+  js += "],\"slot_maps\":[";
+  first = true;
+  // Wide inputs (exponents over +-10) make every alignment and truncation inside a step visible.
+  for (int bf = 1; bf >= 0; --bf)
+    for (int wide = 0; wide < 2; ++wide)
+      for (int K : {32, 1024})
+        for (uint32_t seed : {11u, 12u, 13u}) {
+          const auto rs = bf ? run_perm_case<true>(K, wide, seed) : run_perm_case<false>(K, wide, seed);
+          for (const auto& [name, differ] : rs) {
+            std::printf("slots %s K=%4d %s seed %u  %-26s differ from natural %3d / %d\n", bf ? "bf16" : "fp16", K,
+                        wide ? "wide  " : "narrow", seed, name.c_str(), differ, kM * kN);
+            char buf[384];
+            std::snprintf(buf, sizeof buf,
+                          "%s{\"dtype\":\"%s\",\"K\":%d,\"range\":\"%s\",\"seed\":%u,\"map\":\"%s\","
+                          "\"differ_from_natural\":%d,\"outputs\":%d}",
+                          first ? "" : ",", bf ? "bf16" : "fp16", K, wide ? "wide" : "narrow", seed, name.c_str(),
+                          differ, kM * kN);
             js += buf;
             first = false;
           }

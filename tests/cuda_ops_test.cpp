@@ -909,8 +909,8 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   AttnFixture f(t(), heads, 2, 128, {1100, 900}, bs);
   const auto ref = f.gpu(all_tokens(f));
   // Every fold kernel variant (whole-tile P·V; 16 columns at a time, cp.async; 32 columns, bulk
-  // row copies) gives the same bits.
-  for (int mode : {0, 1, 2}) {
+  // row copies; the same with the row halves' softmax interleaved) gives the same bits.
+  for (int mode : {0, 1, 2, 3}) {
     cuda::set_attention_fold_pv(mode);
     const auto variant = f.gpu(all_tokens(f));
     for (const auto& [k, v] : variant) ASSERT_EQ(v, ref.at(k)) << "fold kernel " << mode << ", pos " << k.second;
@@ -940,7 +940,7 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   cuda::set_attention_tile_kernel(-1);
   if (heads == 8) continue;
   // Decode rows as whole-row items folded in one CTA each (the graph's fold layout).
-  for (int fold_pv : {0, 1, 2}) {
+  for (int fold_pv : {0, 1, 2, 3}) {
     cuda::set_attention_fold_pv(fold_pv);
     const auto folded = f.gpu({{0, 64}, {0, 1099}, {1, 0}, {1, 899}}, 64, true);
     for (const auto& [k, v] : folded)

@@ -109,17 +109,23 @@ ab_eb() {
     VB=$new eb ${tag}_new$sfx $dir contract "$@"
   done
 }
-# ab_vars TAG DIR ROUNDS A_NAME "A_VARS" B_NAME "B_VARS": engine-bench contract of $VB under two
-# sets of VAR=value switches (either may be ""), alternated ROUNDS times on DIR in one call:
-# eb_TAG_A_NAME[_rN] and eb_TAG_B_NAME[_rN] (the _rN suffix only when ROUNDS > 1), as ab_eb.
-ab_vars() {
-  local tag=$1 dir=$2 rounds=$3 an=$4 av=$5 bn=$6 bv=$7 r sfx
+# ab_many TAG DIR ROUNDS "NAME [VAR=value...]"...: engine-bench contract of $VB under each variant
+# (a name, then its switches), the variants alternated ROUNDS times on DIR in one call:
+# eb_TAG_NAME[_rN] (the _rN suffix only when ROUNDS > 1), as ab_eb.
+ab_many() {
+  local tag=$1 dir=$2 rounds=$3 r sfx v
+  shift 3
+  local variants=("$@")
   for r in $(seq "$rounds"); do
     sfx=$([ "$rounds" -gt 1 ] && echo "_r$r")
-    eb ${tag}_${an}$sfx $dir contract $av
-    eb ${tag}_${bn}$sfx $dir contract $bv
+    for v in "${variants[@]}"; do
+      local words=($v)
+      eb ${tag}_${words[0]}$sfx $dir contract "${words[@]:1}"
+    done
   done
 }
+# ab_vars TAG DIR ROUNDS A_NAME "A_VARS" B_NAME "B_VARS": ab_many with two variants.
+ab_vars() { ab_many "$1" "$2" "$3" "$4 $5" "$6 $7"; }
 # ncu_steps TAG DIR BATCH: per-kernel durations of two decode steps over the zeroed cache.
 ncu_steps() {
   timeout 100 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \

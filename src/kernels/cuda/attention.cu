@@ -171,14 +171,74 @@ struct KInRegs {
 struct NothingBeforePV {
   __device__ __forceinline__ void operator()() const {}
 };
+// The probabilities of row halves h in [H0, H1) (rows gid + 8h of the warp's 16) from their scores
+// in s: mn, the ordered sum and p in place (tile_scores' comment). h is the innermost loop, so with
+// both halves in one call their chains (the max, the exps, the ordered sum, the shuffles)
+// interleave: the operations on each element and the order of each row's sums are the same
+// whichever halves one call takes, so the bits are too. Every element's exp is computed, then
+// selected (p = 0 for masked keys and inactive rows), not branched around: a thread's 16 or 32 exps
+// are independent chains the compiler interleaves (s13_attn, 8B 2,048-token prefill with both
+// halves interleaved: 88.0 / 88.1 ms selected, 89.0 / 89.2 branched, 89.7 / 89.7 neither).
+template <typename T, int H0, int H1>
+__device__ __forceinline__ void tile_probs(float (&s)[8][4], int t0, const int (&pos)[2], const bool (&active)[2],
+                                           const float (&m_in)[2], float scale, float (&mn)[2], float (&sum)[2]) {
+  const int tig = threadIdx.x & 3;
+  float mt[2] = {kNegInf, kNegInf}, sm[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+#pragma unroll
+      for (int h = H0; h < H1; ++h) {
+        const int kp = t0 + nt * 8 + tig * 2 + e;
+        const float v = kp <= pos[h] ? fmul(s[nt][2 * h + e], scale) : kNegInf;
+        s[nt][2 * h + e] = v;
+        mt[h] = fmaxf(mt[h], v);
+      }
+#pragma unroll
+  for (int h = H0; h < H1; ++h) mt[h] = fmaxf(mt[h], __shfl_xor_sync(0xffffffffu, mt[h], 1));
+#pragma unroll
+  for (int h = H0; h < H1; ++h) mt[h] = fmaxf(mt[h], __shfl_xor_sync(0xffffffffu, mt[h], 2));
+#pragma unroll
+  for (int h = H0; h < H1; ++h) mn[h] = active[h] ? fmaxf(m_in[h], mt[h]) : m_in[h];
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+#pragma unroll
+      for (int h = H0; h < H1; ++h) {
+        const float v = s[nt][2 * h + e];
+        const float x = round_as<T>(exp_f32(fsub(v, mn[h])));  // NaN for an inactive row: not selected
+        const float p = (active[h] && v != kNegInf) ? x : 0.0f;
+        s[nt][2 * h + e] = p;
+        sm[h] = fadd(sm[h], p);
+      }
+  // Quad sum in a fixed tree; every lane of the quad ends with the same bits.
+#pragma unroll
+  for (int h = H0; h < H1; ++h) sm[h] = fadd(sm[h], __shfl_xor_sync(0xffffffffu, sm[h], 1));
+#pragma unroll
+  for (int h = H0; h < H1; ++h) sm[h] = fadd(sm[h], __shfl_xor_sync(0xffffffffu, sm[h], 2));
+#pragma unroll
+  for (int h = H0; h < H1; ++h) sum[h] = sm[h];
+}
+// What tile_probs gives a half with no active row (p = 0, sum = +0, mn = m_in), without its exps.
+__device__ __forceinline__ void idle_half(float (&s)[8][4], int h, const float (&m_in)[2], float (&mn)[2],
+                                          float (&sum)[2]) {
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) s[nt][2 * h] = s[nt][2 * h + 1] = 0.0f;
+  mn[h] = m_in[h];
+  sum[h] = 0.0f;
+}
 // tile_compute's first half: the scores, then the probabilities in s (rows gid, gid + 8 of key
-// block nt at s[nt][2h], s[nt][2h + 1]), mn, sum and active.
-template <typename T, int HD, typename KSrc>
+// block nt at s[nt][2h], s[nt][2h + 1]), mn, sum and active. Unless INTERLEAVE, a half whose rows
+// are all inactive skips its exps (a decode item has rows = the kv group, < 8 on Qwen3), the halves
+// one after the other; INTERLEAVE (the fold kernel, where every row of a prefill item is valid)
+// runs both halves interleaved (tile_probs). Same bits either way.
+template <typename T, int HD, typename KSrc, bool INTERLEAVE = false>
 __device__ __forceinline__ void tile_scores(const uint32_t (&qa)[HD / 16][4], const KSrc& kf, int t0,
                                             const int (&pos)[2], const bool (&valid)[2], const float (&m_in)[2],
                                             float scale, float (&s)[8][4], float (&mn)[2], float (&sum)[2],
                                             bool (&active)[2]) {
-  const int lane = threadIdx.x & 31, tig = lane & 3;
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
@@ -190,44 +250,14 @@ __device__ __forceinline__ void tile_scores(const uint32_t (&qa)[HD / 16][4], co
     }
   }
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    active[h] = valid[h] && t0 <= pos[h];  // a row skips tiles past its own position
-    if (!__any_sync(0xffffffffu, active[h])) {
-      // No lane's row gid + 8h is active (a decode item has rows = the kv group, < 8 on Qwen3):
-      // what the code below gives such rows (p = 0, sum = +0, mn = m_in), without its exps.
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) s[nt][2 * h] = s[nt][2 * h + 1] = 0.0f;
-      mn[h] = m_in[h];
-      sum[h] = 0.0f;
-      continue;
-    }
-    float mt = kNegInf;
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int kp = t0 + nt * 8 + tig * 2 + e;
-        const float v = kp <= pos[h] ? fmul(s[nt][2 * h + e], scale) : kNegInf;
-        s[nt][2 * h + e] = v;
-        mt = fmaxf(mt, v);
-      }
-    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
-    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
-    mn[h] = active[h] ? fmaxf(m_in[h], mt) : m_in[h];
-    float sm = 0.0f;
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float v = s[nt][2 * h + e];
-        const float p = (active[h] && v != kNegInf) ? round_as<T>(exp_f32(fsub(v, mn[h]))) : 0.0f;
-        s[nt][2 * h + e] = p;
-        sm = fadd(sm, p);
-      }
-    // Quad sum in a fixed tree; every lane of the quad ends with the same bits.
-    sm = fadd(sm, __shfl_xor_sync(0xffffffffu, sm, 1));
-    sm = fadd(sm, __shfl_xor_sync(0xffffffffu, sm, 2));
-    sum[h] = sm;
+  for (int h = 0; h < 2; ++h) active[h] = valid[h] && t0 <= pos[h];  // a row skips tiles past its own position
+  if constexpr (INTERLEAVE) {
+    tile_probs<T, 0, 2>(s, t0, pos, active, m_in, scale, mn, sum);
+  } else {
+    if (__any_sync(0xffffffffu, active[0])) tile_probs<T, 0, 1>(s, t0, pos, active, m_in, scale, mn, sum);
+    else idle_half(s, 0, m_in, mn, sum);
+    if (__any_sync(0xffffffffu, active[1])) tile_probs<T, 1, 2>(s, t0, pos, active, m_in, scale, mn, sum);
+    else idle_half(s, 1, m_in, mn, sum);
   }
 }
 // V's fragments of key block j (16 keys) for output columns 8 nt .. 8 nt + 15 (ldmatrix).
@@ -668,8 +698,10 @@ struct FoldRowLoader {
 // tile's whole P·V never occupies registers at once: 3 CTAs per SM instead of 1. PVC 32 keeps
 // four MMA chains running instead of two (ncu session 10: the P·V chains' fixed-latency waits).
 // PVC 0: the whole tile's P·V, then the fold. BULK: tiles loaded by FoldRowLoader, else by
-// load_tile (cp.async). Same bits every way (cuda_ops_test AttentionMergeOfManyPartsIsTheFold).
-template <typename T, int HD, int PVC, bool BULK>
+// load_tile (cp.async). INTERLEAVE (PVC > 0): the tile's two row halves' softmax chains interleaved
+// (ncu session 11: 51% of the stall samples were fixed-latency waits at 12 warps per SM). Same bits
+// every way (cuda_ops_test AttentionMergeOfManyPartsIsTheFold).
+template <typename T, int HD, int PVC, bool BULK, bool INTERLEAVE = false>
 __global__ void __launch_bounds__(kThreads, PVC > 0 ? 3 : 1) attention_fold_kernel(AttnArgs a, int item_offset) {
   static_assert(kThreads == 2 * kTile, "BULK: one K or V row per thread");
   pdl_begin();  // before any memory access or return (common.cuh)
@@ -742,7 +774,8 @@ __global__ void __launch_bounds__(kThreads, PVC > 0 ? 3 : 1) attention_fold_kern
       const float fresh[2] = {kNegInf, kNegInf};
       float s[8][4], mn[2], sum[2], fa[2] = {0.0f, 0.0f}, fb[2] = {0.0f, 0.0f};
       bool active[2];
-      tile_scores<T, HD>(qa, KFromSmem<T, HD>{ks}, t0, pos, valid, fresh, a.scale, s, mn, sum, active);
+      tile_scores<T, HD, KFromSmem<T, HD>, INTERLEAVE>(qa, KFromSmem<T, HD>{ks}, t0, pos, valid, fresh, a.scale, s, mn,
+                                                   sum, active);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (!active[h]) continue;
@@ -858,7 +891,7 @@ void prepare_hd() {
   VB_CUDA(cudaFuncSetAttribute(attention_part_kernel<T, HD, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                int(2 * stage_bytes<T, HD>())));
   for (auto* k : {attention_fold_kernel<T, HD, 0, false>, attention_fold_kernel<T, HD, 16, false>,
-                  attention_fold_kernel<T, HD, 32, true>})
+                  attention_fold_kernel<T, HD, 32, true>, attention_fold_kernel<T, HD, 32, true, true>})
     VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(fold_smem_bytes<T, HD>())));
 }
 
@@ -879,18 +912,20 @@ int tile_kernel_mode() {
   }();
   return env;
 }
-// The fold kernel's variant (same bits every way): -1 = VERBATIM_ATTN_FOLD_PV (default 2), else
+// The fold kernel's variant (same bits every way): -1 = VERBATIM_ATTN_FOLD_PV (default 3), else
 // set by set_attention_fold_pv (tests). 0: whole-tile P·V, cp.async loads; 1: P·V folded 16
 // columns at a time, cp.async (session 10); 2: 32 columns, bulk row copies. H200 session 11
 // (s11_attn, 2,048-token prefill, ms): 8B 112.7 (1) against 111.2 (2), the kernel 573 -> 533 us a
 // layer; 0.6B 21.5 -> 20.7. Bulk copies with 16 columns gave 111.6, cp.async with 32 112.1.
+// 3 (the default): 2 with the row halves' softmax interleaved; s13_attn, 2,048-token prefill: 8B
+// 88.0 / 88.1 against 89.7 / 89.7 ms, 0.6B 19.6 against 20.5; the kernel 533 -> 484 us a layer.
 std::atomic<int> g_fold_pv{-1};
 int fold_pv_mode() {
   const int v = g_fold_pv.load(std::memory_order_relaxed);
   if (v >= 0) return v;
   static const int env = [] {
-    const int m = env_int("VERBATIM_ATTN_FOLD_PV", 2);
-    return m >= 0 && m <= 2 ? m : 2;
+    const int m = env_int("VERBATIM_ATTN_FOLD_PV", 3);
+    return m >= 0 && m <= 3 ? m : 3;
   }();
   return env;
 }
@@ -899,7 +934,8 @@ auto fold_kernel(int mode) {
   switch (mode) {
     case 0: return attention_fold_kernel<T, HD, 0, false>;
     case 1: return attention_fold_kernel<T, HD, 16, false>;
-    default: return attention_fold_kernel<T, HD, 32, true>;
+    case 2: return attention_fold_kernel<T, HD, 32, true>;
+    default: return attention_fold_kernel<T, HD, 32, true, true>;
   }
 }
 // SMs of the current device, read once per device by attention_prepare (before graph capture).
@@ -1095,7 +1131,7 @@ void set_attention_tile_kernel(int mode) {
 }
 
 void set_attention_fold_pv(int mode) {
-  if (mode < -1 || mode > 2) throw Error("cuda attention: fold kernel mode must be -1, 0, 1 or 2");
+  if (mode < -1 || mode > 3) throw Error("cuda attention: fold kernel mode must be -1 to 3");
   g_fold_pv.store(mode, std::memory_order_relaxed);
 }
 

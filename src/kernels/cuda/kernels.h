@@ -229,8 +229,9 @@ void set_attention_small_item_warps(int warps);
 void set_attention_tile_kernel(int mode);
 // The fold kernel (whole-row items of > 16 rows: prefill): 0 sums each tile's whole P·V before
 // folding it (1 CTA per SM), 1 folds it 16 columns at a time as they are summed (3 CTAs per SM),
-// 2 folds 32 columns at a time and loads each tile by bulk row copies; -1 VERBATIM_ATTN_FOLD_PV
-// (default 2). Same bits every way (cuda_ops_test).
+// 2 folds 32 columns at a time and loads each tile by bulk row copies, 3 is 2 with the two row
+// halves' softmax interleaved; -1 VERBATIM_ATTN_FOLD_PV (default 3). Same bits every way
+// (cuda_ops_test).
 void set_attention_fold_pv(int mode);
 int attention_query_tile(int heads_per_kv);  // query tokens per work item (rows = tokens * group <= 64)
 size_t attention_state_floats(int head_dim);  // floats per (token, part, head) state
