@@ -7,7 +7,8 @@
 # qkv_post grid cap off), so the pair differs only in the decode kernels' exps: engine-bench decode
 # at batch 1/8/32/64 and the prefill, alternated, two rounds on 8B, one on 0.6B. Bits:
 # cuda_ops_test, the 0.6B digests, the 8B bf16 and fp16 digests. ncu per-kernel durations of an 8B
-# decode step at batch 32.
+# decode step at batch 32; qkv_post's 32-bit item index (the candidate also has it) in the per-kernel
+# durations of one 8B prefill.
 # Pack: pack.sh build-cuda verbatim tests/cuda_ops_test tests/cuda_model_test tests/cuda_invariance_test mma_probe,
 # plus call 1's verbatim as .carry/bin/verbatim_prev.
 cd "$(dirname "$0")/../.."
@@ -34,4 +35,5 @@ wait_for $W/m8r 100 && {
   inv 8r_fp16 $W/m8r float16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=7e58f529cd75d598
 }
 [ "$(left)" -gt 60 ] && ncu_steps 8_b32 $W/m8 32
+ncu_prefill $W/m8
 call_finish

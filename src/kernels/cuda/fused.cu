@@ -63,10 +63,12 @@ __global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
   extern __shared__ __align__(16) float rows_smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int heads_all = p.nh + 2 * p.nkv;
-  const int64_t w = int64_t(blockIdx.x) * kWarps + warp;
-  if (w >= int64_t(T_) * heads_all) return;
-  const int64_t t = w / heads_all;
-  const int hh = int(w % heads_all);
+  // 32-bit item index (qkv_post checks T * heads < 2^31): a 64-bit division is a ~70-instruction
+  // routine, and a prefill runs ~98,000 of these warps (8B, 2,048 tokens).
+  const uint32_t w = blockIdx.x * uint32_t(kWarps) + uint32_t(warp);
+  if (w >= uint32_t(T_) * uint32_t(heads_all)) return;
+  const int64_t t = int64_t(w / uint32_t(heads_all));
+  const int hh = int(w % uint32_t(heads_all));
   const int hd = p.hd, half = hd / 2;
   const bool is_q = hh < p.nh, is_v = hh >= p.nh + p.nkv;
   // Before the wait (read_step_inputs_before_pdl, common.cuh): the token's slot and position, and
@@ -215,6 +217,7 @@ void qkv_post(const QkvPost& p, int T, DType t, cudaStream_t stream) {
   if (T <= 0) return;
   if (p.hd > kMaxHeadDim || p.hd % 2) throw Error("cuda qkv_post: head_dim " + std::to_string(p.hd) + " is odd or over 256");
   const int64_t warps = int64_t(T) * (p.nh + 2 * p.nkv);
+  if (warps >= (int64_t(1) << 31)) throw Error("cuda qkv_post: " + std::to_string(T) + " tokens x heads is over 2^31");
   const int blocks = ceil_div(warps, kWarps);
   const size_t smem = size_t(kWarps) * p.hd * sizeof(float);
   const bool vec = p.hd % 4 == 0 && gemm_vec4_ok(p.in);
