@@ -277,10 +277,9 @@ std::vector<Result> run_case(int K, bool wide, uint32_t seed) {
   return res;
 }
 
-// The slot maps of the second question: name, whether they keep each step's set of k, the map.
+// The slot maps of the second question: name (those that change a step's set of k say so), the map.
 struct SlotMap {
   std::string name;
-  bool same_sets;
   std::vector<int> perm;  // 32 entries: slot j of step q -> chunk offset perm[16 q + j]
 };
 std::vector<SlotMap> slot_maps() {
@@ -297,17 +296,17 @@ std::vector<SlotMap> slot_maps() {
       }
   for (int q = 0; q < 2; ++q)
     for (int j = 0; j < 16; ++j) halves[size_t(16 * q + j)] = 16 * q + (j + 8) % 16;  // slots 0-7 <-> 8-15
-  maps.push_back({"natural", true, nat});
-  maps.push_back({"attention_map", true, attn});
-  maps.push_back({"halves_swapped", true, halves});
+  maps.push_back({"natural", nat});
+  maps.push_back({"attention_map", attn});
+  maps.push_back({"halves_swapped", halves});
   std::mt19937 g(7);
   for (int i = 0; i < 8; ++i) {
     std::vector<int> r = nat;
     std::shuffle(r.begin(), r.begin() + 16, g);
     std::shuffle(r.begin() + 16, r.end(), g);
-    maps.push_back({"random_in_step_" + std::to_string(i), true, r});
+    maps.push_back({"random_in_step_" + std::to_string(i), r});
   }
-  maps.push_back({"v1_map (other sets)", false, v1});
+  maps.push_back({"v1_map (other sets)", v1});
   return maps;
 }
 
