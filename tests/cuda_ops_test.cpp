@@ -212,6 +212,16 @@ cuda::GemmTuning tuned(int combine, bool wide, int v1_m64, int unroll16 = 4, boo
   t.v1_m64 = v1_m64;
   return t;
 }
+// The 256-row wgmma kernel with one stage of MMAs left running (GemmTuning::wgmma_lag).
+cuda::GemmTuning lagged(cuda::GemmTuning t) {
+  t.wgmma_lag = 1;
+  return t;
+}
+// ... and each stage's two chunks copied as one 128-byte-swizzle box (GemmTuning::wgmma_pairs).
+cuda::GemmTuning paired(cuda::GemmTuning t) {
+  t.wgmma_pairs = true;
+  return t;
+}
 struct ScopedGemmTuning {
   cuda::GemmTuning saved = cuda::gemm_tuning();
   explicit ScopedGemmTuning(const cuda::GemmTuning& t) { cuda::set_gemm_tuning(t); }
@@ -237,6 +247,18 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
        "tiled, wgmma copies by cp.async, 256-row CTAs, to partials"},
       {cuda::GemmKernel::Tiled, tuned(0, false, 0, 4, true, 1, 256, 256, false),
        "tiled, wgmma copies by cp.async, 256-row CTAs, sums in the workspace"},
+      {cuda::GemmKernel::Tiled, lagged(tuned(0, false, 0, 4, true, 0, 256)),
+       "tiled, wgmma with 256-row CTAs and one stage of MMAs running, to partials"},
+      {cuda::GemmKernel::Tiled, lagged(tuned(0, false, 0, 4, true, 1, 256, 256)),
+       "tiled, wgmma with 256-row CTAs and one stage of MMAs running, sums in the workspace"},
+      {cuda::GemmKernel::Tiled, lagged(tuned(0, false, 0, 4, true, 1, 256, 256, false)),
+       "tiled, wgmma copies by cp.async, 256-row CTAs and one stage of MMAs running, sums in the workspace"},
+      {cuda::GemmKernel::Tiled, paired(tuned(0, false, 0, 4, true, 0, 256)),
+       "tiled, wgmma with 256-row CTAs and 64-k boxes, to partials"},
+      {cuda::GemmKernel::Tiled, paired(tuned(0, false, 0, 4, true, -1, 256)),
+       "tiled, wgmma with 256-row CTAs and 64-k boxes, added by size"},
+      {cuda::GemmKernel::Tiled, paired(lagged(tuned(0, false, 0, 4, true, 1, 256, 256))),
+       "tiled, wgmma with 256-row CTAs, 64-k boxes and one stage of MMAs running, sums in the workspace"},
       {cuda::GemmKernel::V1, tuned(-1, false, 1), "v1, 64 x 32 tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 2), "v1, two 32-row tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 0, 8), "v1, 8 chunks per round at <= 16 rows"},
@@ -548,6 +570,8 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
       tun.v1_unroll16 = unroll;
       tun.wgmma_rows = M == 129 ? 128 : 256;  // both wgmma tiles
       tun.wgmma_tma = M != 300;                // both copy paths (TMA: the gate and up boxes)
+      tun.wgmma_lag = M >= 256 ? 1 : 0;        // 256-row tiles with one stage of MMAs running, or not
+      tun.wgmma_pairs = M == 256 || M == 65;    // 64-k boxes (TMA), with and without lag 1
       const ScopedGemmTuning scoped(tun);
       cuda::GemmOut gso;
       gso.y = gs.p;
@@ -558,7 +582,7 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
       const auto want = to_host<uint16_t>(ms1, size_t(M) * I), got = to_host<uint16_t>(ms2, size_t(Mmax) * I);
       EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << "M " << M << ", unroll " << unroll
                                                                      << ", wgmma rows " << tun.wgmma_rows
-                                                                     << ", TMA " << tun.wgmma_tma;
+                                                                     << ", TMA " << tun.wgmma_tma << ", lag " << tun.wgmma_lag << ", pairs " << tun.wgmma_pairs;
       // Rows past M are never written.
       EXPECT_TRUE(std::all_of(got.begin() + long(size_t(M) * I), got.end(), [](uint16_t v) { return v == 0xffff; }))
           << "M " << M;

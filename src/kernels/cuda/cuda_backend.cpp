@@ -582,7 +582,10 @@ std::string CudaBackend::kernel_config() const {
   // one GPU (tests/cuda_tp_test). The all-reduce control changes them, so it is named.
   const std::string tp_control =
       m.tp_allreduce ? ";TP-ALLREDUCE-CONTRACT-OFF;tp=" + std::to_string(m.tp) : std::string();
-  return "cuda-v1;gemm=mma.m16n8k16-f32acc,k32-chunks-2mma,kseg-split(" + split("qkv", m.split_qkv) + "," +
+  // cuda-v2 (session 14): each k32 chunk's two k16 steps take chunk elements 0..15, then 16..31
+  // (cuda-v1: 8·tig + {0..3}, then 8·tig + {4..7}); other sums, so another fingerprint.
+  return "cuda-v2;gemm=mma.m16n8k16-f32acc,k32-chunks-2mma-k16-sets-0..15|16..31,kseg-split(" +
+         split("qkv", m.split_qkv) + "," +
          split("o", m.split_o) + "," + split("gate_up", m.split_gu) + "," + split("down", m.split_down) + "," +
          split("lm_head", m.split_lm) + "),split-sum-in-order;attn_tile=64;attn_part=64,tile-states-folded-in-position-order;"
          "attn_dot=mma.m16n8k16;softmax=online-tile-merge,p-rounded,quad-tree-tile-sum;exp=cody-waite-deg6;"

@@ -2,11 +2,19 @@
 // each output element is the sum over K in one fixed order chosen from (N, K) alone.
 //
 // Order of one element y[m, n]: K is cut into `split` equal segments (gemm_split_for(N, K)); one
-// warp sums a segment in ascending chunks of 32 k, two MMAs per chunk. Inside a chunk, thread tig
-// of the quad loads 8 consecutive k (one 16-byte load) of its A row and of its B column, and the
-// MMA slots {2·tig, 2·tig+1, 2·tig+8, 2·tig+9} of MMA 1 take chunk offsets 8·tig + {0,1,2,3},
-// those of MMA 2 take 8·tig + {4,5,6,7}: A and B use the same slot→k map, so the product is the
-// plain dot product, grouped in a fixed way. Segments are added in segment order (gemm_reduce).
+// warp sums a segment in ascending chunks of 32 k, two MMAs per chunk: MMA 1 over chunk offsets
+// 0..15, MMA 2 over 16..31. Thread tig of the quad gives each MMA 4 consecutive k of its A row and
+// of its B column, at chunk offsets step_k(tig) (0, 8, 4, 12) and 16 further, in the MMA slots
+// {2·tig, 2·tig+1, 2·tig+8, 2·tig+9}: A and B use the same slot→k map, so the product is the plain
+// dot product, grouped in a fixed way. Which slot takes which k of a step does not change its sum,
+// only the step's set of 16 does (bench/mma_probe.cu, session 13), so gemm_wgmma.cu's natural slot
+// order gives these bits. W is loaded 16 bytes a lane (8 k at 8·tig: a quad reads a row's 64
+// bytes) and each lane trades one half with lane tig ^ 2 (steps_of_w); x, up to 16 rows, by two
+// 8-byte loads at the lane's offsets (L1 hits), and at 17-64 rows through shared memory once per
+// CTA, reaching the lanes by ldmatrix in the same map (gemm_kernel, kXS).
+// (Until this patch a thread loaded 8 k with one 16-byte load and the steps took the strided sets
+// 8·tig + {0..3} and 8·tig + {4..7}; different sets, so other bits.) Segments are added in segment
+// order (gemm_reduce).
 // How many rows a warp holds (MT) and how many columns (NT) only decide which warp computes an
 // element; rows never interact inside an MMA (each output element reads only its own row of A),
 // so every M gives the same bits per row (tests/cuda_gemm_test proves it for M = 1..70 and more).
@@ -20,6 +28,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/gemm_common.cuh"
+#include "kernels/cuda/gemm_v1_layout.h"
 #include "kernels/cuda/gemm_wgmma.h"
 
 namespace verbatim::cuda {
@@ -28,7 +37,34 @@ using namespace gemm_impl;
 
 constexpr int kWarps = 4;  // warps per CTA, each with its own columns
 
-__device__ __forceinline__ uint4 ld16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+using v1_layout::step_k;
+// A lane's 16 bytes of W at chunk offset 8·tig to its words of the two MMAs (x, y: MMA 1; z, w:
+// MMA 2): lanes 0, 1 keep their first half for MMA 1 and get lane tig ^ 2's first half for MMA 2;
+// lanes 2, 3 keep their second half for MMA 2 and get lane tig ^ 2's second half for MMA 1. Every
+// lane of the warp calls it (shuffles).
+__device__ __forceinline__ uint4 steps_of_w(uint4 v, int tig) {
+  const bool low = tig < 2;
+  const uint32_t g0 = __shfl_xor_sync(0xffffffffu, low ? v.z : v.x, 2);
+  const uint32_t g1 = __shfl_xor_sync(0xffffffffu, low ? v.w : v.y, 2);
+  return low ? make_uint4(v.x, v.y, g0, g1) : make_uint4(g0, g1, v.z, v.w);
+}
+// Load mode 4's layout of x in shared memory (gemm_v1_layout.h).
+using v1_layout::xs_unit_word;
+using v1_layout::xs_word_slot;
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint32_t* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+// A thread's words of one 32-k chunk (p: its row at chunk offset step_k(tig)): MMA 1's 4 k (x, y)
+// and MMA 2's (z, w), 16 elements further; a step past the segment end (k_end) reads nothing and
+// is 0.
+template <typename T>
+__device__ __forceinline__ uint4 ld_steps(const T* p, int k, int k_end) {
+  const uint2 a = k < k_end ? __ldg(reinterpret_cast<const uint2*>(p)) : make_uint2(0u, 0u);
+  const uint2 b = k + 16 < k_end ? __ldg(reinterpret_cast<const uint2*>(p + 16)) : make_uint2(0u, 0u);
+  return make_uint4(a.x, a.y, b.x, b.y);
+}
 // Weights are read once per step: stream them past L1.
 __device__ __forceinline__ uint4 ld16_stream(const void* p) {
   uint4 v;
@@ -37,15 +73,23 @@ __device__ __forceinline__ uint4 ld16_stream(const void* p) {
                : "l"(p));
   return v;
 }
-
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 
 // SILU (gemm_silu_mul): a CTA computes gate columns [32 y, 32 y + 32) (warps 0, 1) and the same
 // up columns (warps 2, 3; column silu_cols + 32 y + ...): which warp computes a column never
 // changes its sum. The gate warps round their sums into shared memory, the up warps write
 // round(round(silu(g)) * u): silu_mul_from's arithmetic on the values the GEMM would have stored.
+// How x reaches the lanes (speed only, the same words reach the MMAs; H200 session 14): up to 16
+// rows (MT 1) by two 8-byte loads at the lane's offsets, L1 hits; at 17-64 rows (kXS) through
+// shared memory: the CTA's 4 warps read the same rows, so each round's x tile is loaded once (one
+// 16-byte unit a thread), stored with each step's 4-byte words in the order that makes ldmatrix
+// hand every lane its step_k words (xs_word_slot), and read by ldmatrix. In registers at 32 rows
+// (16-byte loads traded like W, or 8-byte loads) the 8B decode steps at 32 / 64 sequences took
+// 9.5-10.4 / 16.9-17.7 ms against 8.25 / 12.87 through shared memory; W by two 8-byte loads
+// instead of the trade was 5-10% slower at every batch (bench/results/README.md, session 14).
 template <typename T, int MT, int NT, int U, bool SILU = false>
 __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
+  constexpr bool kXS = MT >= 2;
   static_assert(!SILU || (NT == 2 && kWarps == 4), "the SiLU epilogue pairs 2 gate and 2 up warps of 16 columns");
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gid = lane >> 2, tig = lane & 3;
@@ -75,8 +119,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
         prefetch_l2(reinterpret_cast<const char*>(wrow[j] + k_begin) + off);
   }
   pdl_begin();  // before any other memory access or return (common.cuh)
-  // No barrier but SILU's, whose columns all exist (silu_cols % 32 == 0): a warp may leave early.
-  if (n_base >= a.N) return;
+  // No barrier but SILU's and kXS's: a warp may leave early (SILU's columns all exist, silu_cols %
+  // 32 == 0; under kXS a warp past N still stages x and meets every barrier, its W rows clamped).
+  if (!kXS && n_base >= a.N) return;
   const T* xrow[MT][2];
 #pragma unroll
   for (int i = 0; i < MT; ++i)
@@ -91,26 +136,76 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
 
-  for (int c0 = k_begin; c0 < k_end; c0 += 32 * U) {
+  // An 8-row group wholly past M reads nothing (zeros): rows never interact in an MMA, and those
+  // rows are never stored (x in registers; kXS zero-fills rows past M as it stages them).
+  bool live[MT][2];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) live[i][h] = m_base + i * 16 + h * 8 < a.M;
+
+  // kXS: two buffers of a round's x tile, [u][row][16 words], 16-byte units swizzled by row.
+  constexpr int kXsRows = kXS ? MT * 16 : 1;
+  __shared__ __align__(16) uint32_t xs[kXS ? 2 : 1][kXS ? U : 1][kXsRows][16];
+  int round = 0;
+  for (int c0 = k_begin; c0 < k_end; c0 += 32 * U, ++round) {
     uint4 bv[U][NT], av[U][MT][2];
+    // W's loads first (the long wait).
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int k = c0 + u * 32 + tig * 8;
-      const bool in = k < k_end;  // K % 8 == 0: a thread's 8 values are all in or all out
+      const int kw = c0 + u * 32 + tig * 8;  // K % 8 == 0: a thread's 8 values are all in or all out
 #pragma unroll
-      for (int j = 0; j < NT; ++j) bv[u][j] = in ? ld16_stream(wrow[j] + k) : make_uint4(0, 0, 0, 0);
+      for (int j = 0; j < NT; ++j) bv[u][j] = kw < k_end ? ld16_stream(wrow[j] + kw) : make_uint4(0, 0, 0, 0);
+    }
+    if constexpr (kXS) {
+      // This thread's x units into buffer round & 1, whose last readers (round - 2) all passed the
+      // barrier of round - 1.
+      constexpr int kUnits = MT * 16 * 4 * U;
+      static_assert(kUnits % (kWarps * 32) == 0, "whole units per thread");
 #pragma unroll
-      for (int i = 0; i < MT; ++i)
+      for (int e = 0; e < kUnits / (kWarps * 32); ++e) {
+        const int unit = e * kWarps * 32 + int(threadIdx.x);
+        const int q = unit & 3, row = (unit >> 2) % (MT * 16), u = (unit >> 2) / (MT * 16);
+        const int m = m_base + row, k = c0 + u * 32 + q * 8;
+        const uint4 v = m < a.M && k < k_end ? __ldg(reinterpret_cast<const uint4*>(x + int64_t(m) * a.ldx + k))
+                                             : make_uint4(0, 0, 0, 0);
+        uint32_t* r = xs[round & 1][u][row];
+        const uint32_t vw[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-        for (int h = 0; h < 2; ++h) av[u][i][h] = in ? ld16(xrow[i][h] + k) : make_uint4(0, 0, 0, 0);
+        for (int t = 0; t < 4; ++t) r[xs_word_slot(row, 4 * q + t)] = vw[t];
+      }
+      __syncthreads();  // the tile is whole (and every warp is past round - 1's reads of the other buffer)
+    } else {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int kx = c0 + u * 32 + step_k(tig);  // K % 8 == 0: a thread's 4 values are all in or all out
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            av[u][i][h] = live[i][h] ? ld_steps(xrow[i][h] + kx, kx, k_end) : make_uint4(0, 0, 0, 0);
+      }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (c0 + u * 32 >= k_end) break;  // warp-uniform: a chunk wholly past the segment is skipped
+      // Trades chunk by chunk, next to their MMAs (trading all first kept every chunk's traded
+      // words live at once: 198 registers at 32 rows, 2 CTAs an SM; ncu, session 14).
+#pragma unroll
+      for (int j = 0; j < NT; ++j) bv[u][j] = steps_of_w(bv[u][j], tig);
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
-        const uint32_t a1[4] = {av[u][i][0].x, av[u][i][1].x, av[u][i][0].y, av[u][i][1].y};
-        const uint32_t a2[4] = {av[u][i][0].z, av[u][i][1].z, av[u][i][0].w, av[u][i][1].w};
+        uint32_t a1[4], a2[4];
+        if constexpr (kXS) {
+          // Matrices 0-3 of a step: rows 0-7 / 8-15 of tile i, the step's first / second 16 bytes.
+          const int row = i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+          const uint32_t* r = xs[round & 1][u][row];
+          ldmatrix_x4(a1, r + xs_unit_word(row, lane >> 4));
+          ldmatrix_x4(a2, r + xs_unit_word(row, 2 + (lane >> 4)));
+        } else {
+          a1[0] = av[u][i][0].x, a1[1] = av[u][i][1].x, a1[2] = av[u][i][0].y, a1[3] = av[u][i][1].y;
+          a2[0] = av[u][i][0].z, a2[1] = av[u][i][1].z, a2[2] = av[u][i][0].w, a2[3] = av[u][i][1].w;
+        }
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
           mma16816<T>(acc[i][j], a1, bv[u][j].x, bv[u][j].y);
@@ -120,6 +215,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
     }
   }
 
+  if (kXS && !SILU && n_base >= a.N) return;  // (kXS: stayed for the barriers)
   if constexpr (SILU) {
     __shared__ float gate[MT * 16][33];  // rounded gate sums of the CTA's rows (+1: fewer bank conflicts)
     if (warp < 2) {
@@ -157,7 +253,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
 
 // ---- v2: the same MMAs in the same order, fed through a cp.async pipeline.
 // Per element it issues exactly v1's sequence: chunks of 32 k ascending from the segment start,
-// MMA 1 (chunk offsets 8·tig + {0..3}) then MMA 2 (8·tig + {4..7}) into one accumulator that
+// MMA 1 (chunk offsets step_k(tig) + {0..3}) then MMA 2 (16 further) into one accumulator that
 // starts at 0, fragments of k past the segment end zero-filled as v1 zeroes them; so v2 gives
 // v1's bits (tests/cuda_ops_test checks it for every M it covers). Only the way the operands
 // reach the registers differs: each thread copies its own 16-byte fragments of chunk c + S - 1
@@ -206,18 +302,24 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_v2_kernel(GemmArgs a) {
   // so a warp's 16-byte reads and copies touch 512 consecutive bytes: no bank conflicts).
   uint4* slots = v2_smem + size_t(warp) * (S * F * 32) + lane;
   const uint32_t slots_s = smem_u32(slots);
+  // A slot holds v1's uint4 of the chunk: step 1's 8 bytes (chunk offset 4·tig), then step 2's
+  // (16 further), each copied on its own (zero-filled past the segment end).
   auto issue = [&](int c, int st) {
-    const int k = k_begin + c * 32 + tig * 8;
-    const bool in = k < k_end;  // K % 8 == 0: a thread's 8 values are all in or all out
-    const int bytes = in ? 16 : 0;
-    const int kk = in ? k : 0;  // a valid address even when nothing is read
+    const int k = k_begin + c * 32 + step_k(tig);  // K % 8 == 0: a thread's 4 values are all in or all out
 #pragma unroll
-    for (int j = 0; j < NT; ++j) cp_async_cg(slots_s + uint32_t((st * F + j) * 32 * 16), wrow[j] + kk, bytes);
+    for (int q = 0; q < 2; ++q) {
+      const int kq = k + 16 * q;
+      const bool in = kq < k_end;
+      const int bytes = in ? 8 : 0;
+      const int kk = in ? kq : 0;  // a valid address even when nothing is read
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+      for (int j = 0; j < NT; ++j) cp_async_ca8(slots_s + uint32_t((st * F + j) * 32 * 16 + 8 * q), wrow[j] + kk, bytes);
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        cp_async_ca(slots_s + uint32_t((st * F + NT + 2 * i + h) * 32 * 16), xrow[i][h] + kk, bytes);
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          cp_async_ca8(slots_s + uint32_t((st * F + NT + 2 * i + h) * 32 * 16 + 8 * q), xrow[i][h] + kk, bytes);
+    }
   };
 
   float acc[MT][NT][4];
@@ -274,9 +376,10 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_v2_kernel(GemmArgs a) {
 // stages a BM x 32 tile of x and a BN x 32 tile of W per chunk in shared memory (cp.async,
 // S stages, every thread copying 16-byte units for the whole CTA), and each warp reads its
 // MT x NT fragments from there. A thread reads exactly v1's registers (row gid / column gid,
-// k = chunk start + 8·tig .. + 7) and issues v1's two MMAs per chunk in v1's order, so every
-// element gets v1's sum; only who loads what changes. Rows of 64 bytes, packed: the 8 threads of
-// one 16-byte shared-memory phase read two whole rows, so reads and copies are conflict-free.
+// k = chunk start + step_k(tig) .. + 3 and 16 further) and issues v1's two MMAs per chunk in v1's order,
+// so every element gets v1's sum; only who loads what changes. A stage holds each row's first 16 k
+// (32 bytes) for all rows, then their last 16: the 16 threads of one 8-byte shared-memory phase
+// read 4 whole 32-byte row halves, so reads are conflict-free.
 // Split-K: a CTA either sums all `split` segments of its tile itself (combine: the segment sums
 // are added in segment order, from segment 0, exactly as gemm_reduce does, then stored), or
 // sums one segment (grid z = segment) into the partials for the reduce kernel or a consumer.
@@ -308,7 +411,8 @@ __global__ void __launch_bounds__(WM * WN * 32) gemm_tiled_kernel(GemmArgs a, in
   const T* w = static_cast<const T*>(a.w);
   const uint32_t smem_base = smem_u32(tiled_smem);
   // Chunk c (of this CTA) into stage st: unit u is row u / 4 (x rows first, then W rows), k
-  // offset 8 · (u % 4). Rows past M or N and k past the segment end are zero-filled (read nothing).
+  // offset 8 · (u % 4), stored at half (u % 4) / 2 of the stage, its row's 32 bytes there. Rows past
+  // M or N and k past the segment end are zero-filled (read nothing).
   auto issue = [&](int c, int st) {
     const int seg = s_first + c / cps;
     const int kin = (c % cps) * 32;  // offset inside the segment
@@ -319,7 +423,8 @@ __global__ void __launch_bounds__(WM * WN * 32) gemm_tiled_kernel(GemmArgs a, in
       if (kUnits % kThreads != 0 && u >= kUnits) break;
       const int row = u >> 2, q = u & 3;
       const bool kin_ok = kin + q * 8 < a.kseg;
-      const uint32_t dst = smem_base + uint32_t(st) * uint32_t(tiled_stage_bytes<BM, BN, WM, WN>()) + uint32_t(u) * 16u;
+      const uint32_t dst = smem_base + uint32_t(st) * uint32_t(tiled_stage_bytes<BM, BN, WM, WN>()) +
+                           uint32_t(((q >> 1) * (BM + BN) + row) * 32 + (q & 1) * 16);
       if (row < BM) {
         const int m = m0 + row;
         const bool in = kin_ok && m < a.M;
@@ -354,14 +459,20 @@ __global__ void __launch_bounds__(WM * WN * 32) gemm_tiled_kernel(GemmArgs a, in
     __syncthreads();  // chunk c visible to every warp; every warp is done with chunk c - 1's stage
     if (c + S - 1 < chunks) issue(c + S - 1, (c + S - 1) % S);
     cp_async_commit();
-    const uint4* stage = sm + (c % S) * kStageUnits;
+    // Row r's words of step q at uint2 index (q (BM + BN) + r) 4 + step_k(tig) / 4.
+    const uint2* stage = reinterpret_cast<const uint2*>(sm + (c % S) * kStageUnits);
+    const int kq = step_k(tig) >> 2;
+    auto words = [&](int r) {
+      const uint2 s1 = stage[r * 4 + kq], s2 = stage[((BM + BN) + r) * 4 + kq];
+      return make_uint4(s1.x, s1.y, s2.x, s2.y);
+    };
     uint4 bv[NT];
 #pragma unroll
-    for (int j = 0; j < NT; ++j) bv[j] = stage[(BM + wn * NT * 8 + j * 8 + gid) * 4 + tig];
+    for (int j = 0; j < NT; ++j) bv[j] = words(BM + wn * NT * 8 + j * 8 + gid);
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
-      const uint4 lo = stage[(wm * MT * 16 + i * 16 + gid) * 4 + tig];
-      const uint4 hi = stage[(wm * MT * 16 + i * 16 + 8 + gid) * 4 + tig];
+      const uint4 lo = words(wm * MT * 16 + i * 16 + gid);
+      const uint4 hi = words(wm * MT * 16 + i * 16 + 8 + gid);
       const uint32_t a1[4] = {lo.x, hi.x, lo.y, hi.y};
       const uint32_t a2[4] = {lo.z, hi.z, lo.w, hi.w};
 #pragma unroll
@@ -454,6 +565,8 @@ GemmTuning tuning_from_env() {
   t.wgmma_rows = env_int("VERBATIM_GEMM_WGMMA_ROWS", t.wgmma_rows) == 256 ? 256 : 128;
   t.wgmma_sum_rows = env_int("VERBATIM_GEMM_WGMMA_SUM_ROWS", t.wgmma_sum_rows);
   t.wgmma_tma = env_int("VERBATIM_GEMM_WGMMA_TMA", t.wgmma_tma ? 1 : 0) == 1;
+  t.wgmma_lag = env_int("VERBATIM_GEMM_WGMMA_LAG", t.wgmma_lag) == 1 ? 1 : 0;
+  t.wgmma_pairs = env_int("VERBATIM_GEMM_WGMMA_PAIRS", t.wgmma_pairs ? 1 : 0) == 1;
   t.v1_m64 = env_int("VERBATIM_GEMM_V1_M64", env_int("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
   t.v1_unroll16 = env_int("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
   t.v1_prefetch_bytes = std::max(0, env_int("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));

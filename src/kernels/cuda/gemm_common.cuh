@@ -66,6 +66,10 @@ __device__ __forceinline__ void cp_async_cg(uint32_t dst, const void* src, int s
 __device__ __forceinline__ void cp_async_ca(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
+// 8 bytes (cp.async.cg copies 16 only); src_bytes 0 as above.
+__device__ __forceinline__ void cp_async_ca8(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {

@@ -1,47 +1,56 @@
-// Where the wgmma GEMM (gemm_wgmma.cu) stages each word of W in shared memory, and which bytes
+// Where the wgmma GEMM (gemm_wgmma.cu) puts a chunk of x or W in shared memory, and which bytes
 // each wgmma k slot reads there: plain integer maps, shared by the kernel and a CPU test
-// (tests/wgmma_layout_test.cpp), so the staging that gives wgmma v1's k sets is checked without a GPU.
+// (tests/wgmma_layout_test.cpp), so a wrong index map is caught without a GPU.
 #pragma once
 
-#ifdef __CUDACC__
-#define VB_HOST_DEVICE __host__ __device__
-#else
-#define VB_HOST_DEVICE
-#endif
+#include "kernels/cuda/host_device.h"
 
 namespace verbatim::cuda::wgmma_layout {
 
-// No-swizzle K-major operand: core matrices of 8 rows x 16 bytes (8 k slots); per 32-k chunk, a
-// group of 8 rows holds 4 of them: (step s, k group g) at s * kStepBytes + g * kLbo.
-constexpr int kLbo = 128;        // descriptor LBO: the k-group stride (slots 0..7 -> 8..15)
-constexpr int kStepBytes = 256;  // the second k16 step of a chunk
-constexpr int kSbo = 512;        // descriptor SBO: the 8-row-group stride
-constexpr int kRows = 128;       // W rows (columns of y) per CTA tile
-constexpr int kChunkBytes = kRows * 64;  // one 32-k chunk of those rows
+// A 32-k chunk of R rows (x: the CTA's BM rows, W: its 128 columns) lies as R rows of 64 bytes in
+// the 64-byte swizzle: the 16-byte group g (chunk elements 8g .. 8g + 7) of row r sits at group
+// g ^ ((r / 2) % 4) of its row (address bits 4-5 XOR bits 7-8, the pattern repeating every 512
+// bytes). That is what one tensor copy of a box (32 k x R rows) with CU_TENSOR_MAP_SWIZZLE_64B
+// writes, and wgmma's K-major 64-byte-swizzle layout as it stands: 8-row groups 512 bytes apart
+// (descriptor SBO), step s's 16 k starting 32 s bytes into the row (the descriptor's start
+// address; the hardware applies the swizzle to the address it forms).
+constexpr int kRowBytes = 64;
+constexpr int kSbo = 8 * kRowBytes;  // descriptor SBO: the 8-row-group stride
+constexpr int kSwizzleRepeat = 512;  // chunk buffers start at multiples of it
+VB_HOST_DEVICE constexpr int chunk_bytes(int rows) { return rows * kRowBytes; }
+VB_HOST_DEVICE constexpr int swizzle(int off) { return off ^ (((off >> 7) & 3) << 4); }
 
-// Byte offset of word q (elements 8t + 2q, +1 of the chunk) of row r's 16-byte group t: v1 gives
-// that word to step q >> 1, slots 8 (q & 1) + 2t, +1 (gemm.cu), so it goes to core matrix
-// (s = q >> 1, g = q & 1), position t of row r.
-VB_HOST_DEVICE constexpr int staged_word(int r, int t, int q) {
-  return (q >> 1) * kStepBytes + (q & 1) * kLbo + (r >> 3) * kSbo + (r & 7) * 16 + t * 4;
-}
+// Byte offset of chunk element k (0..31) of row r.
+VB_HOST_DEVICE constexpr int element_offset(int r, int k) { return swizzle(r * kRowBytes + k * 2); }
 
-// Byte offset wgmma reads for row r, k slot j (0..15) of step s, with the descriptor's start at
-// s * kStepBytes and the LBO / SBO above (PTX's no-swizzle K-major reading; bench/mma_probe.cu
-// found this reading right on the H200 and the swapped one wrong).
+// Byte offset wgmma reads for row r, k slot j (0..15) of step s (0, 1): the unswizzled K-major
+// address (start 32 s, rows 64 bytes apart inside an 8-row group, groups SBO apart, slot j at 2 j)
+// through the swizzle.
+VB_HOST_DEVICE constexpr int step_start(int s) { return 32 * s; }
 VB_HOST_DEVICE constexpr int slot_read(int r, int s, int j) {
-  return s * kStepBytes + (j >> 3) * kLbo + (r >> 3) * kSbo + (r & 7) * 16 + (j & 7) * 2;
+  return swizzle(step_start(s) + (r >> 3) * kSbo + (r & 7) * kRowBytes + j * 2);
 }
 
-// The copy: unit u (0..511) of a chunk's kRows-row tile is the 16 bytes of row r = u / 4 at group
-// t = u % 4 (one coalesced 16-byte global load: a quad of lanes reads a row's 64 bytes); its four
-// words q = 0..3 are stored one by one to staged_word(r, t, q). For one q, the 32 lanes of a warp
-// (32 consecutive units: 8 rows x 4 t) write 128 contiguous bytes: 32 distinct banks.
-struct CopyUnit {
-  int r, t;
-};
-VB_HOST_DEVICE constexpr CopyUnit copy_unit(int u) { return {(u >> 2) & (kRows - 1), u & 3}; }
-constexpr int kUnits = kRows * 4;
-static_assert(kRows == 128, "copy_unit splits 512 units as 128 rows x 4 t");
+// Pairs (session 15): a stage's two chunks as one box of 64 k x R rows in the 128-byte swizzle:
+// rows of 128 bytes, 16-byte group g (elements 8g .. 8g + 7) of row r at group g ^ (r % 8)
+// (address bits 4-6 XOR bits 7-9, repeating every 1,024 bytes: CU_TENSOR_MAP_SWIZZLE_128B and
+// wgmma's K-major 128-byte-swizzle layout, 8-row groups 1,024 bytes apart). Step s (0..3: chunk
+// s / 2, its step s % 2) starts 32 s bytes into the row: the same k16 steps on the same k sets,
+// in the same order, as two 64-byte-swizzle chunks.
+constexpr int kPairRowBytes = 128;
+constexpr int kPairSbo = 8 * kPairRowBytes;
+VB_HOST_DEVICE constexpr int pair_bytes(int rows) { return rows * kPairRowBytes; }
+VB_HOST_DEVICE constexpr int swizzle128(int off) { return off ^ (((off >> 7) & 7) << 4); }
+// Byte offset of element k (0..63) of row r in a pair.
+VB_HOST_DEVICE constexpr int pair_element_offset(int r, int k) { return swizzle128(r * kPairRowBytes + k * 2); }
+// Byte offset wgmma reads for row r, k slot j of step s (0..3) of a pair.
+VB_HOST_DEVICE constexpr int pair_slot_read(int r, int s, int j) {
+  return swizzle128(step_start(s) + (r >> 3) * kPairSbo + (r & 7) * kPairRowBytes + j * 2);
+}
+
+// The copy without tensor maps: unit u of a chunk is the 16 bytes of row u / 4 at group u % 4 (a
+// quad of lanes reads a row's 64 bytes: one coalesced 16-byte global load each), stored where the
+// tensor copy would put them.
+VB_HOST_DEVICE constexpr int unit_offset(int u) { return element_offset(u >> 2, 8 * (u & 3)); }
 
 }  // namespace verbatim::cuda::wgmma_layout

@@ -120,6 +120,12 @@ struct GemmTuning {
   // segments are whole 32-k chunks and rows 16-byte aligned; else (or false) 16-byte cp.async by
   // every thread.
   bool wgmma_tma = true;
+  // The 256-row wgmma kernel: 1 leaves one stage of MMAs running while the next is issued (two
+  // stages loaded ahead instead of three), where segments are whole stages; 0 waits for them.
+  int wgmma_lag = 0;
+  // The 256-row wgmma kernel with TMA: each stage's two chunks as one 64-k box in the 128-byte
+  // swizzle (half the copied rows), where segments are whole 64 k.
+  bool wgmma_pairs = false;
   int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks
   int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
   // v1 under PDL, weights of <= 16 MiB only (gemm.cu prefetch_for): bytes of each W row segment
