@@ -59,7 +59,8 @@ std::vector<Shape> linear_shapes(const ModelConfig& c) {
 // kernel on 128-row CTAs, sums in shared memory / on 256-row CTAs, sums in the workspace; the
 // default picks by size), wgcp (the wgmma kernel's copies by cp.async, not TMA), wglag0 / wglag1 (its 256-row
 // tiles waiting for each stage's MMAs / leaving one stage running), wgpair / wgpairlag1 (a stage's
-// two chunks as one 128-byte-swizzle box; and lag 1); m64n32, m32x2
+// two chunks as one 128-byte-swizzle box; and lag 1), wgpersist / wgpairpersist (one CTA per SM
+// looping over tiles; and pairs); m64n32, m32x2
 // (v1 at 33..64 rows); u8 (v1 at <= 16 rows). Sets the kernel and the tuning.
 cuda::GemmKernel kernel_named(const std::string& spec, cuda::GemmTuning* tuning = nullptr) {
   const size_t colon = spec.find(':');
@@ -80,6 +81,8 @@ cuda::GemmKernel kernel_named(const std::string& spec, cuda::GemmTuning* tuning 
   else if (knob == "wglag1") t.tiled_wgmma = true, t.wgmma_lag = 1;
   else if (knob == "wgpair") t.tiled_wgmma = true, t.wgmma_pairs = true;
   else if (knob == "wgpairlag1") t.tiled_wgmma = true, t.wgmma_pairs = true, t.wgmma_lag = 1;
+  else if (knob == "wgpersist") t.tiled_wgmma = true, t.wgmma_persist = true;
+  else if (knob == "wgpairpersist") t.tiled_wgmma = true, t.wgmma_pairs = true, t.wgmma_persist = true;
   else if (knob == "m64n32") t.v1_m64 = 1;
   else if (knob == "m32x2") t.v1_m64 = 2;
   else if (knob == "u8") t.v1_unroll16 = 8;
