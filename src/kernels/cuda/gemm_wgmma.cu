@@ -222,11 +222,14 @@ __global__ void __launch_bounds__(2 * BM, 1)
   // TMA (thread 0): stage p's chunks, one box of x and one of W per chunk (or pair), the barrier
   // armed with their bytes (whole boxes: rows past M or N count, zero-filled). Segments are whole
   // chunks here (the host checks kseg % 32 == 0).
-  // g: this CTA's stage count over all its tiles (tile g / stages, stage g % stages of it).
+  // g: this CTA's stage count over all its tiles; called for g = 0, 1, 2, ... in order, so the
+  // loader's place (its tile, the stage in it, the next chunk's segment and offset) moves by
+  // additions (session 15: divisions here, on thread 0's path to its MMAs, cost the kernel ~20%).
+  int ld_p = 0, ld_i = 0;
+  Tile ld_tile = first;
   auto load_stage_tma = [&](int g) {
-    const int i = g / stages, p = g - i * stages;
-    const Tile tl = tile_at(i);
-    const int st = g % S, n = min(KC, chunks - p * KC);
+    const Tile& tl = ld_tile;
+    const int st = g % S, n = min(KC, chunks - ld_p * KC);
     mbar_arrive_expect_tx_at(full(st), uint32_t(n * (kChunkBytesA + kChunkBytesB)));
     // Boxes of one chunk, or of two (PAIR: the host runs pairs only where every stage is two
     // chunks of one segment, so n == 2).
@@ -234,8 +237,7 @@ __global__ void __launch_bounds__(2 * BM, 1)
 #pragma unroll
     for (int j = 0; j < KC; j += kBoxK / 32) {
       if (j >= n) break;
-      const int c = p * KC + j;  // the chunk: segment s_first + c / cps, c % cps of it
-      const int kbase = (tl.s_first + c / cps) * a.kseg + (c % cps) * 32;
+      const int kbase = ld_seg * a.kseg + ld_kin;
       tma_load_2d(chunk_a(st, j), &tmx, kbase, tl.m0, full(st));
       if (a.silu_cols == 0) {
         tma_load_2d(chunk_b(st, j), &tmw, kbase, tl.n0, full(st));
@@ -243,6 +245,13 @@ __global__ void __launch_bounds__(2 * BM, 1)
         tma_load_2d(chunk_b(st, j), &tmw, kbase, tl.by * 64, full(st));
         tma_load_2d(chunk_b(st, j) + uint32_t(64 * kBoxRowBytes), &tmw, kbase, a.silu_cols + tl.by * 64, full(st));
       }
+      ld_kin += kBoxK;
+      if (ld_kin >= a.kseg) ld_kin = 0, ++ld_seg;
+    }
+    if (++ld_p == stages) {  // the next tile's first stage
+      ld_p = 0;
+      ld_tile = tile_at(++ld_i);
+      ld_seg = ld_tile.s_first, ld_kin = 0;
     }
   };
 
