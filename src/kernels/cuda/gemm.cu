@@ -12,7 +12,7 @@
 // bytes) and each lane trades one half with lane tig ^ 2 (steps_of_w); x, up to 16 rows, by two
 // 8-byte loads at the lane's offsets (L1 hits), and at 17-64 rows through shared memory once per
 // CTA, reaching the lanes by ldmatrix in the same map (gemm_kernel, kXS).
-// (Until this patch a thread loaded 8 k with one 16-byte load and the steps took the strided sets
+// (Until session 15 a thread loaded 8 k with one 16-byte load and the steps took the strided sets
 // 8·tig + {0..3} and 8·tig + {4..7}; different sets, so other bits.) Segments are added in segment
 // order (gemm_reduce).
 // How many rows a warp holds (MT) and how many columns (NT) only decide which warp computes an
