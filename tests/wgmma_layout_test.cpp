@@ -14,39 +14,32 @@ namespace {
 
 using namespace wgmma_layout;
 
-TEST(WgmmaLayout, EverySlotReadsItsNaturalElement) {
+// Over `steps` k16 steps of `rows` rows in `bytes(rows)` bytes: every slot wgmma reads (read(r,
+// s, j)) holds the element of its natural k (element(r, 16 s + j)), and each element is read once.
+template <typename Read, typename Element, typename Bytes>
+void expect_natural_reads(int steps, Read read, Element element, Bytes bytes) {
   for (int rows : {64, 128, 256}) {
-    int checked = 0;
+    std::vector<int> seen(size_t(bytes(rows)), 0);
     for (int r = 0; r < rows; ++r)
-      for (int s = 0; s < 2; ++s)
+      for (int s = 0; s < steps; ++s)
         for (int j = 0; j < 16; ++j) {
-          const int off = slot_read(r, s, j);
+          const int off = read(r, s, j);
           ASSERT_GE(off, 0);
-          ASSERT_LT(off, chunk_bytes(rows));
-          EXPECT_EQ(off, element_offset(r, 16 * s + j)) << rows << " rows, row " << r << " step " << s << " slot " << j;
-          ++checked;
+          ASSERT_LT(off, bytes(rows));
+          EXPECT_EQ(off, element(r, 16 * s + j)) << rows << " rows, row " << r << " step " << s << " slot " << j;
+          ++seen[size_t(off)];
         }
-    EXPECT_EQ(checked, rows * 32);
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < 16 * steps; ++k) EXPECT_EQ(seen[size_t(element(r, k))], 1) << "row " << r << " k " << k;
   }
 }
+
+TEST(WgmmaLayout, EverySlotReadsItsNaturalElement) { expect_natural_reads(2, slot_read, element_offset, chunk_bytes); }
 
 // A pair (two chunks as one 128-byte-swizzle box): step s's slot j reads element 16 s + j, so the
 // four steps take the two chunks' sets in the chunks' order.
 TEST(WgmmaLayout, EveryPairSlotReadsItsNaturalElement) {
-  for (int rows : {64, 128, 256}) {
-    std::vector<int> seen(size_t(pair_bytes(rows)), 0);
-    for (int r = 0; r < rows; ++r)
-      for (int s = 0; s < 4; ++s)
-        for (int j = 0; j < 16; ++j) {
-          const int off = pair_slot_read(r, s, j);
-          ASSERT_GE(off, 0);
-          ASSERT_LT(off, pair_bytes(rows));
-          EXPECT_EQ(off, pair_element_offset(r, 16 * s + j)) << rows << " rows, row " << r << " step " << s;
-          ++seen[size_t(off)];
-        }
-    for (int r = 0; r < rows; ++r)
-      for (int k = 0; k < 64; ++k) EXPECT_EQ(seen[size_t(pair_element_offset(r, k))], 1) << "row " << r << " k " << k;
-  }
+  expect_natural_reads(4, pair_slot_read, pair_element_offset, pair_bytes);
   // Control: without the swizzle, reads land elsewhere.
   int wrong = 0;
   for (int r = 0; r < 64; ++r)

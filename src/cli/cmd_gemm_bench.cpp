@@ -57,10 +57,10 @@ std::vector<Shape> linear_shapes(const ModelConfig& c) {
 // kernel past 64 rows: segments added by size, always, never), wg256 (the wgmma kernel
 // with 256-row CTAs where it does not add segments), wgsum128 / wgsum256 (segments added in the
 // kernel on 128-row CTAs, sums in shared memory / on 256-row CTAs, sums in the workspace; the
-// default picks by size), wgcp (the wgmma kernel's copies by cp.async, not TMA), wglag0 / wglag1 (its 256-row
-// tiles waiting for each stage's MMAs / leaving one stage running), wgpair / wgpairlag1 (a stage's
-// two chunks as one 128-byte-swizzle box; and lag 1); m64n32, m32x2
-// (v1 at 33..64 rows); u8 (v1 at <= 16 rows). Sets the kernel and the tuning.
+// default picks by size), wgcp (the wgmma kernel's copies by cp.async, not TMA), wglag0 /
+// wglag1 (its 256-row tiles waiting for each stage's MMAs / leaving one stage running), wgpair /
+// wgpairlag1 (a stage's two chunks as one 128-byte-swizzle box; and lag 1); m64n32, m32x2 (v1 at
+// 33..64 rows); u8 (v1 at <= 16 rows). Sets the kernel and the tuning.
 cuda::GemmKernel kernel_named(const std::string& spec, cuda::GemmTuning* tuning = nullptr) {
   const size_t colon = spec.find(':');
   const std::string k = spec.substr(0, colon), knob = colon == std::string::npos ? "" : spec.substr(colon + 1);

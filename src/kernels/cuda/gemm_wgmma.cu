@@ -141,8 +141,9 @@ __global__ void __launch_bounds__(2 * BM, 1)
   constexpr int kStageBytes = KC * (kChunkBytesA + kChunkBytesB);  // x and W of a stage
   constexpr int kAhead = S - 1 - LAG;                  // stages loaded ahead of the one multiplied
   pdl_begin();  // before any memory access or return (common.cuh)
-  // The swizzle is a function of address bits 4-8: chunk buffers start at multiples of 512 bytes
-  // (every chunk is a multiple of 8 KB) from a 1 KB-aligned base.
+  // The swizzle is a function of address bits 4-8 (64-byte) or 4-9 (128-byte, pairs): chunk and
+  // pair buffers start at multiples of 1 KB (every chunk is a multiple of 8 KB) from a 1 KB-aligned
+  // base.
   extern __shared__ __align__(1024) uint8_t wg_smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int gid = lane >> 2, tig = lane & 3;
@@ -417,6 +418,14 @@ void launch_kernel(const GemmArgs& a, int split, dim3 grid, const CUtensorMap& m
   pdl_launch(k, grid, dim3(2 * BM), smem, stream, a, split, mx, mw);
 }
 
+// LAG 1 or 0, as the host chose.
+template <typename T, int BM, int KC, int S, bool combine, bool TMA, bool PAIR = false>
+void launch_lagged(bool lag1, const GemmArgs& a, int split, dim3 grid, const CUtensorMap& mx, const CUtensorMap& mw,
+                   cudaStream_t stream) {
+  if (lag1) launch_kernel<T, BM, KC, S, 1, combine, TMA, PAIR>(a, split, grid, mx, mw, stream);
+  else launch_kernel<T, BM, KC, S, 0, combine, TMA, PAIR>(a, split, grid, mx, mw, stream);
+}
+
 template <typename T, int BM, bool combine>
 void launch_cfg(const GemmArgs& a, int split, const GemmTuning& t, cudaStream_t stream) {
   // H200, session 10 (gemm-bench, 2,048 rows, cp.async copies): 256 rows wait for each stage's MMAs
@@ -432,7 +441,7 @@ void launch_cfg(const GemmArgs& a, int split, const GemmTuning& t, cudaStream_t 
   // Session 15: 256 rows with one stage of MMAs left running (LAG 1, GemmTuning::wgmma_lag) where
   // the segments are whole stages; otherwise LAG 0.
   constexpr int KC = BM == 256 ? 2 : 1, S = BM == 256 ? 4 : 8;
-  const bool lag1 = BM == 128 || (t.wgmma_lag == 1 && (!combine || ((a.kseg + 31) / 32) % KC == 0));
+  const bool lag1 = t.wgmma_lag == 1 && (!combine || ((a.kseg + 31) / 32) % KC == 0);  // (256 rows)
   dim3 grid(ceil_div(a.M, BM), a.silu_cols > 0 ? a.silu_cols / 64 : ceil_div(a.N, kBN), combine ? 1 : split);
   const bool tma = t.wgmma_tma && tma_fits(a, sizeof(T));
   // Pairs: every stage two chunks of one segment (segments of whole 64 k).
@@ -443,19 +452,12 @@ void launch_cfg(const GemmArgs& a, int split, const GemmTuning& t, cudaStream_t 
     mw = tensor_map<T>(a.w, a.K, a.N, a.K, a.silu_cols > 0 ? 64 : kBN, pair);
   }
   if constexpr (BM == 256) {
-    if (pair) {
-      if (lag1) launch_kernel<T, BM, KC, S, 1, combine, true, true>(a, split, grid, mx, mw, stream);
-      else launch_kernel<T, BM, KC, S, 0, combine, true, true>(a, split, grid, mx, mw, stream);
-      VB_CUDA_LAUNCHED();
-      return;
-    }
-  }
-  if (lag1) {
+    if (pair) launch_lagged<T, BM, KC, S, combine, true, true>(lag1, a, split, grid, mx, mw, stream);
+    else if (tma) launch_lagged<T, BM, KC, S, combine, true>(lag1, a, split, grid, mx, mw, stream);
+    else launch_lagged<T, BM, KC, S, combine, false>(lag1, a, split, grid, mx, mw, stream);
+  } else {  // 128 rows: LAG 1 only
     if (tma) launch_kernel<T, BM, KC, S, 1, combine, true>(a, split, grid, mx, mw, stream);
     else launch_kernel<T, BM, KC, S, 1, combine, false>(a, split, grid, mx, mw, stream);
-  } else if constexpr (BM == 256) {
-    if (tma) launch_kernel<T, BM, KC, S, 0, combine, true>(a, split, grid, mx, mw, stream);
-    else launch_kernel<T, BM, KC, S, 0, combine, false>(a, split, grid, mx, mw, stream);
   }
   VB_CUDA_LAUNCHED();
 }

@@ -16,7 +16,6 @@ namespace verbatim::cuda::wgmma_layout {
 // address; the hardware applies the swizzle to the address it forms).
 constexpr int kRowBytes = 64;
 constexpr int kSbo = 8 * kRowBytes;  // descriptor SBO: the 8-row-group stride
-constexpr int kSwizzleRepeat = 512;  // chunk buffers start at multiples of it
 VB_HOST_DEVICE constexpr int chunk_bytes(int rows) { return rows * kRowBytes; }
 VB_HOST_DEVICE constexpr int swizzle(int off) { return off ^ (((off >> 7) & 3) << 4); }
 
