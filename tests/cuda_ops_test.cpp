@@ -206,6 +206,8 @@ cuda::GemmTuning tuned(int combine, bool wide, int v1_m64, int unroll16 = 4, boo
   t.wgmma_combine = wg_combine;
   t.wgmma_rows = wg_rows;
   t.wgmma_sum_rows = wg_sum_rows;
+  t.wgmma_pairs = false;    // the plain forms here; paired() and persistent() below add the others
+  t.wgmma_persist = false;
   t.v1_unroll16 = unroll16;
   t.tiled_combine = combine;
   t.tiled_wide = wide;
@@ -220,6 +222,11 @@ cuda::GemmTuning lagged(cuda::GemmTuning t) {
 // ... and each stage's two chunks copied as one 128-byte-swizzle box (GemmTuning::wgmma_pairs).
 cuda::GemmTuning paired(cuda::GemmTuning t) {
   t.wgmma_pairs = true;
+  return t;
+}
+// ... and one CTA per SM looping over tiles (GemmTuning::wgmma_persist).
+cuda::GemmTuning persistent(cuda::GemmTuning t) {
+  t.wgmma_persist = true;
   return t;
 }
 struct ScopedGemmTuning {
@@ -259,6 +266,12 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
        "tiled, wgmma with 256-row CTAs and 64-k boxes, added by size"},
       {cuda::GemmKernel::Tiled, paired(lagged(tuned(0, false, 0, 4, true, 1, 256, 256))),
        "tiled, wgmma with 256-row CTAs, 64-k boxes and one stage of MMAs running, sums in the workspace"},
+      {cuda::GemmKernel::Tiled, persistent(tuned(0, false, 0, 4, true, 1)),
+       "tiled, wgmma on one CTA per SM, segments added in the kernel"},
+      {cuda::GemmKernel::Tiled, persistent(tuned(0, false, 0, 4, true, 0, 256)),
+       "tiled, wgmma with 256-row CTAs, one per SM, to partials"},
+      {cuda::GemmKernel::Tiled, persistent(paired(lagged(tuned(0, false, 0, 4, true, 1, 256, 256)))),
+       "tiled, wgmma with 256-row CTAs, one per SM, 64-k boxes, one stage running, sums in the workspace"},
       {cuda::GemmKernel::V1, tuned(-1, false, 1), "v1, 64 x 32 tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 2), "v1, two 32-row tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 0, 8), "v1, 8 chunks per round at <= 16 rows"},
@@ -572,6 +585,7 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
       tun.wgmma_tma = M != 300;                // both copy paths (TMA: the gate and up boxes)
       tun.wgmma_lag = M >= 256 ? 1 : 0;        // 256-row tiles with one stage of MMAs running, or not
       tun.wgmma_pairs = M == 256 || M == 65;    // 64-k boxes (TMA), with and without lag 1
+      tun.wgmma_persist = M == 129 || M == 256;  // one CTA per SM looping over tiles
       const ScopedGemmTuning scoped(tun);
       cuda::GemmOut gso;
       gso.y = gs.p;
@@ -582,7 +596,8 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
       const auto want = to_host<uint16_t>(ms1, size_t(M) * I), got = to_host<uint16_t>(ms2, size_t(Mmax) * I);
       EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << "M " << M << ", unroll " << unroll
                                                                      << ", wgmma rows " << tun.wgmma_rows
-                                                                     << ", TMA " << tun.wgmma_tma << ", lag " << tun.wgmma_lag << ", pairs " << tun.wgmma_pairs;
+                                                                     << ", TMA " << tun.wgmma_tma << ", lag " << tun.wgmma_lag << ", pairs " << tun.wgmma_pairs
+                                                                     << ", persistent " << tun.wgmma_persist;
       // Rows past M are never written.
       EXPECT_TRUE(std::all_of(got.begin() + long(size_t(M) * I), got.end(), [](uint16_t v) { return v == 0xffff; }))
           << "M " << M;

@@ -57,10 +57,11 @@ std::vector<Shape> linear_shapes(const ModelConfig& c) {
 // kernel past 64 rows: segments added by size, always, never), wg256 (the wgmma kernel
 // with 256-row CTAs where it does not add segments), wgsum128 / wgsum256 (segments added in the
 // kernel on 128-row CTAs, sums in shared memory / on 256-row CTAs, sums in the workspace; the
-// default picks by size), wgcp (the wgmma kernel's copies by cp.async, not TMA), wglag0 /
-// wglag1 (its 256-row tiles waiting for each stage's MMAs / leaving one stage running), wgpair /
-// wgpairlag1 (a stage's two chunks as one 128-byte-swizzle box; and lag 1); m64n32, m32x2 (v1 at
-// 33..64 rows); u8 (v1 at <= 16 rows). Sets the kernel and the tuning.
+// default picks by size), wgcp (the wgmma kernel's copies by cp.async, not TMA), wglag1 (its
+// 256-row tiles leaving one stage of MMAs running), wgplain / wgpair / wgpersist (one chunk a box
+// and one CTA a tile; a stage's two chunks as one 128-byte-swizzle box only; one CTA per SM looping
+// over tiles only: the default has both); m64n32, m32x2 (v1 at 33..64 rows); u8 (v1 at <= 16
+// rows). Sets the kernel and the tuning.
 cuda::GemmKernel kernel_named(const std::string& spec, cuda::GemmTuning* tuning = nullptr) {
   const size_t colon = spec.find(':');
   const std::string k = spec.substr(0, colon), knob = colon == std::string::npos ? "" : spec.substr(colon + 1);
@@ -76,10 +77,10 @@ cuda::GemmKernel kernel_named(const std::string& spec, cuda::GemmTuning* tuning 
   else if (knob == "wgsum128") t.tiled_wgmma = true, t.wgmma_combine = 1, t.wgmma_sum_rows = 128;
   else if (knob == "wgsum256") t.tiled_wgmma = true, t.wgmma_combine = 1, t.wgmma_sum_rows = 256;
   else if (knob == "wgcp") t.tiled_wgmma = true, t.wgmma_tma = false;
-  else if (knob == "wglag0") t.tiled_wgmma = true, t.wgmma_lag = 0;
   else if (knob == "wglag1") t.tiled_wgmma = true, t.wgmma_lag = 1;
-  else if (knob == "wgpair") t.tiled_wgmma = true, t.wgmma_pairs = true;
-  else if (knob == "wgpairlag1") t.tiled_wgmma = true, t.wgmma_pairs = true, t.wgmma_lag = 1;
+  else if (knob == "wgplain") t.tiled_wgmma = true, t.wgmma_pairs = false, t.wgmma_persist = false;
+  else if (knob == "wgpair") t.tiled_wgmma = true, t.wgmma_pairs = true, t.wgmma_persist = false;
+  else if (knob == "wgpersist") t.tiled_wgmma = true, t.wgmma_pairs = false, t.wgmma_persist = true;
   else if (knob == "m64n32") t.v1_m64 = 1;
   else if (knob == "m32x2") t.v1_m64 = 2;
   else if (knob == "u8") t.v1_unroll16 = 8;

@@ -938,18 +938,6 @@ auto fold_kernel(int mode) {
     default: return attention_fold_kernel<T, HD, 32, true, true>;
   }
 }
-// SMs of the current device, read once per device by attention_prepare (before graph capture).
-std::atomic<int> g_sm_count[64];
-int sm_count() {
-  int dev = 0;
-  VB_CUDA(cudaGetDevice(&dev));
-  int n = g_sm_count[dev & 63].load(std::memory_order_relaxed);
-  if (n == 0) {
-    VB_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    g_sm_count[dev & 63].store(n, std::memory_order_relaxed);
-  }
-  return n;
-}
 
 template <typename T, int HD>
 void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t stream) {

@@ -567,6 +567,7 @@ GemmTuning tuning_from_env() {
   t.wgmma_tma = env_int("VERBATIM_GEMM_WGMMA_TMA", t.wgmma_tma ? 1 : 0) == 1;
   t.wgmma_lag = env_int("VERBATIM_GEMM_WGMMA_LAG", t.wgmma_lag) == 1 ? 1 : 0;
   t.wgmma_pairs = env_int("VERBATIM_GEMM_WGMMA_PAIRS", t.wgmma_pairs ? 1 : 0) == 1;
+  t.wgmma_persist = env_int("VERBATIM_GEMM_WGMMA_PERSIST", t.wgmma_persist ? 1 : 0) == 1;
   t.v1_m64 = env_int("VERBATIM_GEMM_V1_M64", env_int("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
   t.v1_unroll16 = env_int("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
   t.v1_prefetch_bytes = std::max(0, env_int("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));

@@ -147,8 +147,27 @@ __global__ void __launch_bounds__(2 * BM, 1)
   extern __shared__ __align__(1024) uint8_t wg_smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int gid = lane >> 2, tig = lane & 3;
-  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * kBN;
-  const int s_first = combine ? 0 : int(blockIdx.z);
+  // Tiles: (row tile, column tile, segment) flattened, row tiles fastest; this CTA takes tiles
+  // blockIdx.x, + gridDim.x, ... (one each unless the host launched fewer CTAs than tiles, TMA
+  // only: then the copies of a CTA's next tile start while it finishes the last one).
+  const int tiles_x = (a.M + BM - 1) / BM;
+  const int tiles_y = a.silu_cols > 0 ? a.silu_cols / 64 : (a.N + kBN - 1) / kBN;
+  const int tiles = tiles_x * tiles_y * (combine ? 1 : split);
+  const int my_tiles = int(blockIdx.x) < tiles ? (tiles - 1 - int(blockIdx.x)) / int(gridDim.x) + 1 : 0;
+  struct Tile {
+    int m0, n0, by, s_first;
+  };
+  auto tile_at = [&](int i) {  // this CTA's i-th tile
+    const int t = int(blockIdx.x) + i * int(gridDim.x), rest = t / tiles_x;
+    Tile r;
+    r.by = rest % tiles_y;
+    r.m0 = (t % tiles_x) * BM;
+    r.n0 = r.by * kBN;
+    r.s_first = combine ? 0 : rest / tiles_y;
+    return r;
+  };
+  const Tile first = tile_at(0);
+  const int m0 = first.m0, n0 = first.n0, s_first = first.s_first;  // (the cp.async path: one tile)
   const int s_count = combine ? split : 1;
   const int cps = (a.kseg + 31) >> 5;  // chunks per segment (the last one zero-filled past its end)
   const int chunks = s_count * cps;
@@ -179,7 +198,7 @@ __global__ void __launch_bounds__(2 * BM, 1)
 #pragma unroll
   for (int h = 0; h < kWUnits; ++h) {
     const int r = cr + (kThreads / 4) * h;
-    const int n = a.silu_cols == 0 ? n0 + r : (r < 64 ? 0 : a.silu_cols - 64) + blockIdx.y * 64 + r;
+    const int n = a.silu_cols == 0 ? n0 + r : (r < 64 ? 0 : a.silu_cols - 64) + first.by * 64 + r;
     win[h] = n < a.N;
     wrow[h] = w + int64_t(win[h] ? n : 0) * a.K + ct * 8;
   }
@@ -204,8 +223,14 @@ __global__ void __launch_bounds__(2 * BM, 1)
   // TMA (thread 0): stage p's chunks, one box of x and one of W per chunk (or pair), the barrier
   // armed with their bytes (whole boxes: rows past M or N count, zero-filled). Segments are whole
   // chunks here (the host checks kseg % 32 == 0).
-  auto load_stage_tma = [&](int p) {
-    const int st = p % S, n = min(KC, chunks - p * KC);
+  // g: this CTA's stage count over all its tiles; called for g = 0, 1, 2, ... in order, so the
+  // loader's place (its tile, the stage in it, the next chunk's segment and offset) moves by
+  // additions (session 15: divisions here, on thread 0's path to its MMAs, cost the kernel ~20%).
+  int ld_p = 0, ld_i = 0;
+  Tile ld_tile = first;
+  auto load_stage_tma = [&](int g) {
+    const Tile& tl = ld_tile;
+    const int st = g % S, n = min(KC, chunks - ld_p * KC);
     mbar_arrive_expect_tx_at(full(st), uint32_t(n * (kChunkBytesA + kChunkBytesB)));
     // Boxes of one chunk, or of two (PAIR: the host runs pairs only where every stage is two
     // chunks of one segment, so n == 2).
@@ -214,15 +239,20 @@ __global__ void __launch_bounds__(2 * BM, 1)
     for (int j = 0; j < KC; j += kBoxK / 32) {
       if (j >= n) break;
       const int kbase = ld_seg * a.kseg + ld_kin;
-      tma_load_2d(chunk_a(st, j), &tmx, kbase, m0, full(st));
+      tma_load_2d(chunk_a(st, j), &tmx, kbase, tl.m0, full(st));
       if (a.silu_cols == 0) {
-        tma_load_2d(chunk_b(st, j), &tmw, kbase, n0, full(st));
+        tma_load_2d(chunk_b(st, j), &tmw, kbase, tl.n0, full(st));
       } else {  // 64-row boxes: the gate rows, then the up rows (rows 0..63, 64..127 of the box)
-        tma_load_2d(chunk_b(st, j), &tmw, kbase, blockIdx.y * 64, full(st));
-        tma_load_2d(chunk_b(st, j) + uint32_t(64 * kBoxRowBytes), &tmw, kbase, a.silu_cols + blockIdx.y * 64, full(st));
+        tma_load_2d(chunk_b(st, j), &tmw, kbase, tl.by * 64, full(st));
+        tma_load_2d(chunk_b(st, j) + uint32_t(64 * kBoxRowBytes), &tmw, kbase, a.silu_cols + tl.by * 64, full(st));
       }
       ld_kin += kBoxK;
       if (ld_kin >= a.kseg) ld_kin = 0, ++ld_seg;
+    }
+    if (++ld_p == stages) {  // the next tile's first stage
+      ld_p = 0;
+      ld_tile = tile_at(++ld_i);
+      ld_seg = ld_tile.s_first, ld_kin = 0;
     }
   };
 
@@ -233,19 +263,18 @@ __global__ void __launch_bounds__(2 * BM, 1)
   // only its own earlier writes (program order, no fence).
   float acc[64];
   float* tot = BM == 128    ? reinterpret_cast<float*>(wg_smem + S * kStageBytes)
-                : combine ? a.tot + (int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * (64 * kThreads)
+                : combine ? a.tot + int64_t(blockIdx.x) * (64 * kThreads)
                           : nullptr;
-#pragma unroll
-  for (int e = 0; e < 64; ++e) acc[e] = 0.0f;
 
   // Prologue: stages 0 .. kAhead - 1 requested (cp.async group g = stage g).
+  const int total = my_tiles * stages;
   if constexpr (TMA) {
     if (tid == 0) {
       for (int st = 0; st < S; ++st) mbar_init_at(full(st), 1);
     }
     __syncthreads();  // initialized before any copy completes on them
     if (tid == 0)
-      for (int st = 0; st < kAhead && st < stages; ++st) load_stage_tma(st);
+      for (int g = 0; g < kAhead && g < total; ++g) load_stage_tma(g);
   } else {
 #pragma unroll
     for (int st = 0; st < kAhead; ++st) {
@@ -269,99 +298,104 @@ __global__ void __launch_bounds__(2 * BM, 1)
     }
     mm_kin = 0;
   };
-  for (int p = 0; p < stages; ++p) {
-    // This warpgroup's MMAs of stage p - 1 - LAG (the last to read the buffers that stage
-    // p + kAhead is loaded into, below) are done. LAG 1: stage p - 1's may still run while this
-    // stage's are issued; a segment's end is then handled here, at a stage's start (one chunk per
-    // stage), where all must be done (ptxas serializes the MMAs if the sums are reset on a path
-    // where some may still run).
-    // (Each chunk's MMAs are one commit group, so a stage is KC groups.)
-    if (LAG == 1 && combine && p > 0 && mm_kin == cps) end_segment(p * KC);
-    else wgmma_wait<LAG * KC>();
-    const int st = p % S;
-    if constexpr (TMA) {
-      mbar_wait_at(full(st), uint32_t(p / S) & 1u);  // stage p's x and W have landed
-    } else {
-      cp_async_wait<kAhead - 1>();  // this thread's copies of stage p have landed
-      fence_proxy_async();          // ... and are visible to wgmma (the async proxy)
-    }
-    // Every thread's copies of stage p are in place (cp.async); every warpgroup is done with stage
-    // p - 1 - LAG's buffers.
-    __syncthreads();
+  for (int i = 0; i < my_tiles; ++i) {
+    const Tile tl = tile_at(i);
 #pragma unroll
-    for (int j = 0; j < KC; ++j) {
-      const int c = p * KC + j;
-      if (c >= chunks) break;
-      if constexpr (combine) {
-        if (LAG == 0 && c > 0 && mm_kin == cps) end_segment(c);
-        ++mm_kin;
-      }
-      wgmma_fence();
-      if constexpr (PAIR) {  // the stage's x and W regions hold both chunks: steps 2j, 2j + 1
-        const uint32_t sa = chunk_a(st, 0) + uint32_t(wg_row * kPairRowBytes), sb = chunk_b(st, 0);
-        wgmma_step<T>(acc, sw128_desc(sa + step_start(2 * j)), sw128_desc(sb + step_start(2 * j)));
-        wgmma_step<T>(acc, sw128_desc(sa + step_start(2 * j + 1)), sw128_desc(sb + step_start(2 * j + 1)));
+    for (int e = 0; e < 64; ++e) acc[e] = 0.0f;
+    mm_kin = 0;
+    for (int p = 0; p < stages; ++p) {
+      const int g = i * stages + p;  // the stage's place in the ring: buffer g % S, use g / S
+      // This warpgroup's MMAs of stage p - 1 - LAG (the last to read the buffers that stage
+      // p + kAhead is loaded into, below) are done. LAG 1: stage p - 1's may still run while this
+      // stage's are issued; a segment's end is then handled here, at a stage's start (one chunk per
+      // stage), where all must be done (ptxas serializes the MMAs if the sums are reset on a path
+      // where some may still run).
+      // (Each chunk's MMAs are one commit group, so a stage is KC groups.)
+      if (LAG == 1 && combine && p > 0 && mm_kin == cps) end_segment(p * KC);
+      else wgmma_wait<LAG * KC>();
+      const int st = g % S;
+      if constexpr (TMA) {
+        mbar_wait_at(full(st), uint32_t(g / S) & 1u);  // stage p's x and W have landed
       } else {
-        const uint32_t sa = chunk_a(st, j) + uint32_t(wg_row * kRowBytes), sb = chunk_b(st, j);
-        wgmma_step<T>(acc, sw64_desc(sa + step_start(0)), sw64_desc(sb + step_start(0)));
-        wgmma_step<T>(acc, sw64_desc(sa + step_start(1)), sw64_desc(sb + step_start(1)));
+        cp_async_wait<kAhead - 1>();  // this thread's copies of stage p have landed
+        fence_proxy_async();          // ... and are visible to wgmma (the async proxy)
       }
-      wgmma_commit();
-    }
-    // Stage p + kAhead into the buffers of stage p - 1 - LAG, which every warpgroup finished with
-    // before the barrier above (TMA: and every thread waited for that buffer's previous phase).
-    if constexpr (TMA) {
-      if (tid == 0 && p + kAhead < stages) load_stage_tma(p + kAhead);
-    } else {
-      if (p + kAhead < stages) {
+      // Every thread's copies of stage p are in place (cp.async); every warpgroup is done with stage
+      // p - 1 - LAG's buffers.
+      __syncthreads();
 #pragma unroll
-        for (int j = 0; j < KC; ++j)
-          if ((p + kAhead) * KC + j < chunks) load_chunk((p + kAhead) % S, j);
+      for (int j = 0; j < KC; ++j) {
+        const int c = p * KC + j;
+        if (c >= chunks) break;
+        if constexpr (combine) {
+          if (LAG == 0 && c > 0 && mm_kin == cps) end_segment(c);
+          ++mm_kin;
+        }
+        wgmma_fence();
+        if constexpr (PAIR) {  // the stage's x and W regions hold both chunks: steps 2j, 2j + 1
+          const uint32_t sa = chunk_a(st, 0) + uint32_t(wg_row * kPairRowBytes), sb = chunk_b(st, 0);
+          wgmma_step<T>(acc, sw128_desc(sa + step_start(2 * j)), sw128_desc(sb + step_start(2 * j)));
+          wgmma_step<T>(acc, sw128_desc(sa + step_start(2 * j + 1)), sw128_desc(sb + step_start(2 * j + 1)));
+        } else {
+          const uint32_t sa = chunk_a(st, j) + uint32_t(wg_row * kRowBytes), sb = chunk_b(st, j);
+          wgmma_step<T>(acc, sw64_desc(sa + step_start(0)), sw64_desc(sb + step_start(0)));
+          wgmma_step<T>(acc, sw64_desc(sa + step_start(1)), sw64_desc(sb + step_start(1)));
+        }
+        wgmma_commit();
       }
-      cp_async_commit();  // every iteration, empty or not: group g stays stage g
+      // Stage p + kAhead into the buffers of stage p - 1 - LAG, which every warpgroup finished with
+      // before the barrier above (TMA: and every thread waited for that buffer's previous phase).
+      if constexpr (TMA) {
+        if (tid == 0 && g + kAhead < total) load_stage_tma(g + kAhead);  // (maybe the next tile's)
+      } else {
+        if (p + kAhead < stages) {
+#pragma unroll
+          for (int j = 0; j < KC; ++j)
+            if ((p + kAhead) * KC + j < chunks) load_chunk((p + kAhead) % S, j);
+        }
+        cp_async_commit();  // every iteration, empty or not: group g stays stage g
+      }
     }
-  }
-  wgmma_wait<0>();
-  if constexpr (!TMA) cp_async_wait<0>();  // (TMA: every stage's barrier was waited for)
+    wgmma_wait<0>();
+    if constexpr (!TMA) cp_async_wait<0>();  // (TMA: every stage's barrier was waited for)
 
-  // acc[4j + e] is mma.sync's fragment of columns 8j .. 8j + 7 of this warp's 16 rows.
-  float out[1][16][4];
-  // Always true when combine runs (split > 1), but spelled out: the unconditional form makes
-  // ptxas serialize the wgmmas (C7515, "non wgmma instructions defining accumulator registers").
-  const bool whole = combine && chunks > cps;
+    // acc[4j + e] is mma.sync's fragment of columns 8j .. 8j + 7 of this warp's 16 rows.
+    float out[1][16][4];
+    // Always true when combine runs (split > 1), but spelled out: the unconditional form makes
+    // ptxas serialize the wgmmas (C7515, "non wgmma instructions defining accumulator registers").
+    const bool whole = combine && chunks > cps;
 #pragma unroll
-  for (int jn = 0; jn < 16; ++jn)
+    for (int jn = 0; jn < 16; ++jn)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      if constexpr (combine)
-        out[0][jn][e] = whole ? fadd(tot[(4 * jn + e) * kThreads + tid], acc[4 * jn + e]) : acc[4 * jn + e];
-      else out[0][jn][e] = acc[4 * jn + e];
-    }
-  const int m_base = m0 + (warp >> 2) * 64 + (warp & 3) * 16;
-  if (!combine && a.silu_cols > 0) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = m_base + h * 8 + gid;
-      if (m >= a.M) continue;
-#pragma unroll
-      for (int jn = 0; jn < 8; ++jn) {
-        const float* g = out[0][jn] + 2 * h;
-        const float* u = out[0][jn + 8] + 2 * h;
-        const float o0 = fmul(round_as<T>(silu_f32(round_as<T>(g[0]))), round_as<T>(u[0]));
-        const float o1 = fmul(round_as<T>(silu_f32(round_as<T>(g[1]))), round_as<T>(u[1]));
-        *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(m) * a.ldy + blockIdx.y * 64 + jn * 8 + tig * 2) =
-            pack2<T>(o0, o1);
+      for (int e = 0; e < 4; ++e) {
+        if constexpr (combine)
+          out[0][jn][e] = whole ? fadd(tot[(4 * jn + e) * kThreads + tid], acc[4 * jn + e]) : acc[4 * jn + e];
+        else out[0][jn][e] = acc[4 * jn + e];
       }
+    const int m_base = tl.m0 + (warp >> 2) * 64 + (warp & 3) * 16;
+    if (!combine && a.silu_cols > 0) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = m_base + h * 8 + gid;
+        if (m >= a.M) continue;
+#pragma unroll
+        for (int jn = 0; jn < 8; ++jn) {
+          const float* g = out[0][jn] + 2 * h;
+          const float* u = out[0][jn + 8] + 2 * h;
+          const float o0 = fmul(round_as<T>(silu_f32(round_as<T>(g[0]))), round_as<T>(u[0]));
+          const float o1 = fmul(round_as<T>(silu_f32(round_as<T>(g[1]))), round_as<T>(u[1]));
+          *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(m) * a.ldy + tl.by * 64 + jn * 8 + tig * 2) =
+              pack2<T>(o0, o1);
+        }
+      }
+    } else if constexpr (combine) {
+      GemmArgs o = a;
+      o.partial = nullptr;  // the sum is whole: store it as the unsplit kernel would
+      store_tile<T, 1, 16>(o, out, m_base, tl.n0, 0, gid, tig);
+    } else {
+      store_tile<T, 1, 16>(a, out, m_base, tl.n0, tl.s_first, gid, tig);
     }
-    return;
-  }
-  if constexpr (combine) {
-    GemmArgs o = a;
-    o.partial = nullptr;  // the sum is whole: store it as the unsplit kernel would
-    store_tile<T, 1, 16>(o, out, m_base, n0, 0, gid, tig);
-  } else {
-    store_tile<T, 1, 16>(a, out, m_base, n0, s_first, gid, tig);
-  }
+  }  // tiles
 }
 
 // The driver's tensor-map encoder, through the runtime (no link to libcuda).
@@ -442,8 +476,11 @@ void launch_cfg(const GemmArgs& a, int split, const GemmTuning& t, cudaStream_t 
   // the segments are whole stages; otherwise LAG 0.
   constexpr int KC = BM == 256 ? 2 : 1, S = BM == 256 ? 4 : 8;
   const bool lag1 = t.wgmma_lag == 1 && (!combine || ((a.kseg + 31) / 32) % KC == 0);  // (256 rows)
-  dim3 grid(ceil_div(a.M, BM), a.silu_cols > 0 ? a.silu_cols / 64 : ceil_div(a.N, kBN), combine ? 1 : split);
   const bool tma = t.wgmma_tma && tma_fits(a, sizeof(T));
+  // One CTA per tile (the kernel's order: row tiles fastest), or (TMA, GemmTuning::wgmma_persist)
+  // one per SM, each taking every SM-count-th tile.
+  const int tiles = ceil_div(a.M, BM) * (a.silu_cols > 0 ? a.silu_cols / 64 : ceil_div(a.N, kBN)) * (combine ? 1 : split);
+  const dim3 grid(tma && t.wgmma_persist ? std::min(tiles, sm_count()) : tiles);
   // Pairs: every stage two chunks of one segment (segments of whole 64 k).
   const bool pair = BM == 256 && tma && t.wgmma_pairs && a.kseg % 64 == 0;
   CUtensorMap mx{}, mw{};

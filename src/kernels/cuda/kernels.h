@@ -22,6 +22,9 @@ void check(cudaError_t e, const char* what, const char* file, int line);
 // A speed knob from the environment (VERBATIM_*): its integer value, or dflt where it is unset or
 // empty. Callers read it once (a static) and clamp it to the values they accept.
 int env_int(const char* name, int dflt);
+// SMs of the current device (sm_count.cpp), read once per device (attention_prepare reads it
+// before any graph capture).
+int sm_count();
 
 // Whether the glue and GEMM kernels are launched as programmatic dependent launches (common.cuh
 // pdl_launch: scheduling only, same bits). On unless VERBATIM_PDL=0 in the environment (read once).
@@ -125,7 +128,10 @@ struct GemmTuning {
   int wgmma_lag = 0;
   // The 256-row wgmma kernel with TMA: each stage's two chunks as one 64-k box in the 128-byte
   // swizzle (half the copied rows), where segments are whole 64 k.
-  bool wgmma_pairs = false;
+  bool wgmma_pairs = true;
+  // The wgmma kernel with TMA: one CTA per SM looping over tiles (the next tile's copies start
+  // during the last one's epilogue), instead of one CTA per tile.
+  bool wgmma_persist = true;
   int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks
   int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
   // v1 under PDL, weights of <= 16 MiB only (gemm.cu prefetch_for): bytes of each W row segment
