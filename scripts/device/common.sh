@@ -132,7 +132,7 @@ ncu_steps() {
     --launch-count 4000 "$VB" engine-bench --model "$2" --device cuda --batches "$3" --context 1024 --steps 2 \
     --prefill 0 --no-context-prefill > $W/ncu_$1.csv 2> $W/ncu_$1.err
   say "ncu $1 rc=$? $(wc -l < $W/ncu_$1.csv) lines"
-  python3 scripts/device/ncu_summary.py $W/ncu_$1.csv $OUT/ncu_$1.txt > /dev/null
+  python3 scripts/device/ncu_summary.py $W/ncu_$1.csv $OUT/ncu_$1.txt $OUT/ncu_$1_seq.txt > /dev/null
   head -16 $OUT/ncu_$1.txt | tee -a $LOG
 }
 # http_check DIR: two `verbatim serve --device cuda` on DIR (A: default KV at 0.3 of the GPU; B: 48
