@@ -988,6 +988,13 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
     ASSERT_EQ(plan.launches.size(), 1u);
     EXPECT_EQ(plan.launches[0].row_end - plan.launches[0].row_begin, 1) << "a decode row must take the cluster kernel";
     EXPECT_TRUE(plan.merge_tokens.empty()) << how;
+    // A step of more decode rows than cluster items are allowed keeps per-part items and the merge.
+    const int n = cuda::attention_cluster_max_items() + 1;
+    std::vector<int32_t> posn(static_cast<size_t>(n), 1099), seqn(static_cast<size_t>(n)), offn(static_cast<size_t>(n), 0);
+    for (int i = 0; i < n; ++i) seqn[size_t(i)] = i;
+    const cuda::AttnPlan many = cuda::plan_attention(posn.data(), seqn.data(), offn.data(), n, heads / 2, 64, 1 << 20, true);
+    for (const cuda::AttnLaunch& g : many.launches) EXPECT_EQ(g.row_end, g.row_begin) << how;
+    EXPECT_EQ(many.merge_tokens.size(), size_t(n)) << how;
     for (int p : {0, 5, 63, 64, 100, 1023, 1024, 1025, 1087, 1088, 1099}) {
       const auto got = f.gpu({{0, p}});
       ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", " << how;

@@ -673,6 +673,9 @@ constexpr int kCluster = 8;  // the portable cluster size
 constexpr int kClusterWarps = 4;
 constexpr int kClusterParts = kCluster * kClusterWarps;
 constexpr int kClusterRows = 16;  // rows of an item (one MMA tile)
+// Steps of at most this many such items (kCluster · kv_heads CTAs of ~107 KB each: two per SM,
+// one wave on Qwen3's 8 kv heads); larger steps keep the tile kernel and the merge.
+constexpr int kClusterMaxItems = 4;
 template <typename T, int HD>
 struct ClusterSmem {
   static constexpr size_t kV = size_t(kClusterWarps) * Smem<HD>::kVElems * sizeof(T);  // each warp's V tile
@@ -733,35 +736,45 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kClusterWarps
     }
   }
   cluster.sync();  // every part's state is in its CTA's shared memory, visible to the cluster
-  // Part qq of row r: CTA qq % kCluster, warp qq / kCluster.
-  auto state = [&](int qq, int r) -> const float* {
-    return cluster.map_shared_rank(states, qq % kCluster) + ((qq / kCluster) * kClusterRows + r) * L::kStateLd;
-  };
+  // This CTA's share of every state (m, l and its columns [c · kCols, ...) of each row and part:
+  // part qq in CTA qq % kCluster, warp qq / kCluster) copied to its own shared memory by all
+  // threads at once (independent loads, instead of one remote round trip per part in each fold
+  // chain), over the V tiles, which every warp is done with.
+  constexpr int kCols = HD / kCluster, kLd = kCols + 2;
+  static_assert(size_t(kClusterParts) * kClusterRows * kLd * sizeof(float) <= L::kV, "staging fits the V tiles");
+  float* stage = reinterpret_cast<float*>(smem_raw);  // [part][row][kCols columns, m, l]
+  const int P = maxpos / kTile + 1, n = P * R * kLd;
+#pragma unroll 4
+  for (int i = threadIdx.x; i < n; i += kClusterWarps * 32) {
+    const int qq = i / (R * kLd), r = (i / kLd) % R, k = i % kLd;
+    const float* src = cluster.map_shared_rank(states, qq % kCluster) + ((qq / kCluster) * kClusterRows + r) * L::kStateLd;
+    stage[i] = src[k < kCols ? c * kCols + k : HD + (k - kCols)];
+  }
+  cluster.sync();  // every CTA has its copy: from here on no CTA reads another's shared memory
+  auto at = [&](int qq, int r) { return stage + (qq * R + r) * kLd; };
   auto parts_of = [&](int r) { return a.positions[item.first + r / group] / kTile + 1; };
   // Each row's scalar chain once per CTA (merge_row's fold_scalars in part order), its factors
   // to shared memory for the columns.
   if (int(threadIdx.x) < R) {
     const int r = threadIdx.x, np = parts_of(r);
-    float m = state(0, r)[HD], l = state(0, r)[HD + 1];
+    float m = at(0, r)[kCols], l = at(0, r)[kCols + 1];
     for (int qq = 1; qq < np; ++qq) {
       float fa, fb;
-      fold_scalars(m, l, state(qq, r)[HD], state(qq, r)[HD + 1], fa, fb);
+      fold_scalars(m, l, at(qq, r)[kCols], at(qq, r)[kCols + 1], fa, fb);
       fa_s[r * kClusterParts + qq] = fa;
       fb_s[r * kClusterParts + qq] = fb;
     }
     l_s[r] = l;
   }
   __syncthreads();
-  constexpr int kCols = HD / kCluster;
   for (int e = threadIdx.x; e < R * kCols; e += kClusterWarps * 32) {
-    const int r = e / kCols, col = c * kCols + e % kCols, np = parts_of(r);
-    float acc = state(0, r)[col];
+    const int r = e / kCols, k = e % kCols, np = parts_of(r);
+    float acc = at(0, r)[k];
     for (int qq = 1; qq < np; ++qq)
-      acc = fadd(fmul(acc, fa_s[r * kClusterParts + qq]), fmul(state(qq, r)[col], fb_s[r * kClusterParts + qq]));
+      acc = fadd(fmul(acc, fa_s[r * kClusterParts + qq]), fmul(at(qq, r)[k], fb_s[r * kClusterParts + qq]));
     const int tok = item.first + r / group, hh = kvh * group + r % group;
-    static_cast<T*>(a.out)[(int64_t(tok) * a.heads + hh) * HD + col] = from_f<T>(fdiv(acc, l_s[r]));
+    static_cast<T*>(a.out)[(int64_t(tok) * a.heads + hh) * HD + c * kCols + k] = from_f<T>(fdiv(acc, l_s[r]));
   }
-  cluster.sync();  // no CTA leaves while another may still read its states
 }
 template <typename T, int HD>
 size_t tile_kernel_smem() { return Smem<HD>::kVElems * sizeof(T) + sizeof(uint64_t); }  // V tile, then its barrier
@@ -1160,8 +1173,25 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
   AttnPlan plan;
   plan.state_base.assign(size_t(T), -1);
   const int qtile = attention_query_tile(heads_per_kv);
+  // A query tile: up to qtile consecutive tokens of one sequence, from t.
+  auto tile_end = [&](int t) {
+    int end = t + 1;
+    while (end < T && end - t < qtile && token_seq[end] == token_seq[t]) ++end;
+    return end;
+  };
   std::vector<AttnItem> small, large, fold, rowi;
-  const int cluster_parts = part_tokens == kTile ? attention_cluster_parts() : 0;
+  int cluster_parts = part_tokens == kTile ? attention_cluster_parts() : 0;
+  if (cluster_parts > 0) {  // only small steps: count the query tiles that would take it
+    int n = 0;
+    for (int t = 0; t < T;) {
+      const int end = tile_end(t);
+      int maxpos = 0;
+      for (int i = t; i < end; ++i) maxpos = std::max(maxpos, positions[i]);
+      n += (end - t) * heads_per_kv <= 16 && maxpos / kTile + 1 <= cluster_parts;
+      t = end;
+    }
+    if (n > kClusterMaxItems) cluster_parts = 0;
+  }
   AttnLaunch cur;
   int states = 0;
   auto last_pos = [&](const AttnItem& it) {
@@ -1202,9 +1232,7 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
   };
   int t = 0;
   while (t < T) {
-    // A query tile: up to qtile consecutive tokens of one sequence.
-    int end = t + 1;
-    while (end < T && end - t < qtile && token_seq[end] == token_seq[t]) ++end;
+    const int end = tile_end(t);
     const int rows = (end - t) * heads_per_kv;
     int maxpos = 0;
     for (int i = t; i < end; ++i) maxpos = std::max(maxpos, positions[i]);
@@ -1273,6 +1301,7 @@ void set_attention_cluster(int mode) {
 }
 
 int attention_cluster_parts() { return cluster_on() ? kClusterParts : 0; }
+int attention_cluster_max_items() { return kClusterMaxItems; }
 
 void set_attention_small_item_warps(int warps) {
   if (warps != 0 && warps != 1 && warps != 4) throw Error("cuda attention: small-item warps must be 0, 1 or 4");

@@ -843,7 +843,8 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
   for (int32_t p : b.positions) parts = std::max(parts, p / part + 1);
   // Decode rows on clusters of CTAs (VERBATIM_ATTN_CLUSTER; cuda::set_attention_cluster): each
   // row's parts folded in distributed shared memory, no states, no merge; same bits.
-  const bool cluster = !fold && part == 64 && parts <= cuda::attention_cluster_parts();
+  const bool cluster =
+      !fold && part == 64 && parts <= cuda::attention_cluster_parts() && bucket <= cuda::attention_cluster_max_items();
   const int parts_cap = cuda::graph_parts_cap(parts);
   if (parts_cap > kGraphMaxParts) return false;
   const size_t state_floats = cuda::attention_state_floats(c.head_dim) * size_t(nh_l);

@@ -251,8 +251,10 @@ void set_attention_fold_pv(int mode);
 // distributed shared memory: no states, no merge), 0 as per-part items and attention_merge, -1
 // VERBATIM_ATTN_CLUSTER (default 0). Same bits either way (cuda_ops_test).
 void set_attention_cluster(int mode);
-// The most parts a cluster item takes when the cluster kernel is on, else 0.
+// The most parts a cluster item takes when the cluster kernel is on, else 0; the most cluster
+// items a step may have (a plan with more runs them as per-part items and a merge).
 int attention_cluster_parts();
+int attention_cluster_max_items();
 int attention_query_tile(int heads_per_kv);  // query tokens per work item (rows = tokens * group <= 64)
 size_t attention_state_floats(int head_dim);  // floats per (token, part, head) state
 
