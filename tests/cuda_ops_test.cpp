@@ -977,35 +977,6 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   }
   cuda::set_attention_small_item_warps(0);
   cuda::set_attention_tile_kernel(-1);
-  // Decode rows on clusters of CTAs (each row's parts folded in distributed shared memory, no
-  // merge): alone, a batch of both sequences, and a 3-token item of one sequence (a speculative
-  // verification's rows) beside a decode row.
-  cuda::set_attention_cluster(1);
-  {
-    const std::string how = "cluster, heads " + std::to_string(heads) + ", block size " + std::to_string(bs);
-    const std::vector<int32_t> pos1{1099}, seq1{0}, off1{0};
-    const cuda::AttnPlan plan = cuda::plan_attention(pos1.data(), seq1.data(), off1.data(), 1, heads / 2, 64, 1 << 20, true);
-    ASSERT_EQ(plan.launches.size(), 1u);
-    EXPECT_EQ(plan.launches[0].row_end - plan.launches[0].row_begin, 1) << "a decode row must take the cluster kernel";
-    EXPECT_TRUE(plan.merge_tokens.empty()) << how;
-    // A step of more decode rows than cluster items are allowed keeps per-part items and the merge.
-    const int n = cuda::attention_cluster_max_items() + 1;
-    std::vector<int32_t> posn(static_cast<size_t>(n), 1099), seqn(static_cast<size_t>(n)), offn(static_cast<size_t>(n), 0);
-    for (int i = 0; i < n; ++i) seqn[size_t(i)] = i;
-    const cuda::AttnPlan many = cuda::plan_attention(posn.data(), seqn.data(), offn.data(), n, heads / 2, 64, 1 << 20, true);
-    for (const cuda::AttnLaunch& g : many.launches) EXPECT_EQ(g.row_end, g.row_begin) << how;
-    EXPECT_EQ(many.merge_tokens.size(), size_t(n)) << how;
-    for (int p : {0, 5, 63, 64, 100, 1023, 1024, 1025, 1087, 1088, 1099}) {
-      const auto got = f.gpu({{0, p}});
-      ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", " << how;
-    }
-    const auto both = f.gpu({{0, 1099}, {1, 899}});
-    EXPECT_EQ(both.at({0, 1099}), ref.at({0, 1099})) << how;
-    EXPECT_EQ(both.at({1, 899}), ref.at({1, 899})) << how;
-    const auto multi = f.gpu({{0, 1090}, {0, 1091}, {0, 1092}, {1, 64}});
-    for (const auto& [k, v] : multi) EXPECT_EQ(v, ref.at(k)) << "multi-token item, pos " << k.second << ", " << how;
-  }
-  cuda::set_attention_cluster(-1);
   if (heads == 8) continue;
   // Decode rows as whole-row items folded in one CTA each (the graph's fold layout).
   for (int fold_pv : {0, 1, 2, 3}) {

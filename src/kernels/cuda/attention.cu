@@ -13,8 +13,6 @@
 // The rows of one CTA are (query token, head of the kv group) pairs of one sequence; rows never
 // interact in an MMA, and a row skips tiles past its own position, so a row's result depends on
 // its q and on K/V at positions 0..pos only: not on which other rows share the CTA.
-#include <cooperative_groups.h>
-
 #include <atomic>
 #include <cstdlib>
 #include <algorithm>
@@ -320,18 +318,15 @@ __device__ __forceinline__ void fold_scalars(float& m, float& l, float mi, float
 }
 
 // Rows of the CTA for this thread: (token, head, position) of rows gid and gid + 8 of its warp.
-// row0: the warp's first row (warp · 16 where each warp holds its own rows; 0 where every warp
-// holds all of an item's <= 16 rows, as the cluster kernel's).
 template <int HD>
 __device__ __forceinline__ void row_setup(const AttnArgs& a, const AttnItem& item, int kvh, int (&pos)[2],
-                                          int (&token)[2], int (&head)[2], bool (&valid)[2],
-                                          int row0 = int(threadIdx.x >> 5) * 16) {
+                                          int (&token)[2], int (&head)[2], bool (&valid)[2]) {
   const int group = a.heads / a.kv_heads;
   const int R = item.count * group;
-  const int gid = (threadIdx.x & 31) >> 2;
+  const int warp = threadIdx.x >> 5, gid = (threadIdx.x & 31) >> 2;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int r = row0 + h * 8 + gid;
+    const int r = warp * 16 + h * 8 + gid;
     valid[h] = r < R;
     token[h] = item.first + (valid[h] ? r / group : 0);
     head[h] = kvh * group + (valid[h] ? r % group : 0);
@@ -552,24 +547,47 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
   merge_if_last<T, HD, WARPS>(a, item, kvh, maxpos);
 }
 
-// One part of one tile (p0 .. p1 - 1) for the warp's rows, the tile kernel's arithmetic: K from
-// the cache into registers (KPRE) or as used, V by bulk row copies into vs completing on vbar
-// (phase 0: one use per barrier), then the tile from m = -inf and l = 0·0 + sum, o = 0·0 + P·V
-// (inactive rows: m = -inf, l = 0, o = 0). The tile kernel and the cluster kernel run it alike.
+// Items of <= 16 rows with parts of one tile (the contract's decode at larger batches): one warp
+// per (part, kv head). K fragments come from the cache straight into registers and only V is
+// staged in shared memory (17 KB instead of the per-part kernel's 35 KB: twice the warps per SM),
+// its copy overlapping Q·K^T. Same arithmetic as the per-part kernel on a one-tile part: the tile
+// from m = -inf, then l = 0·0 + sum and acc = 0·0 + P·V (what its running update gives from
+// l = 0, acc = 0, alpha = 0), with the same words of K and V in the same MMAs.
+// The kernel is latency-bound (a warp's setup, loads and softmax in sequence, 12 warps per SM), so
+// its instruction count is its time: each lane copies whole V rows with one bulk copy each (2 per
+// lane instead of 32 16-byte copies, each with its block lookup), completing on an mbarrier.
+// KPRE: K's words are loaded into registers before the first MMA (KInRegs; head_dim <= 128, as
+// 256 would need 256 registers for them), else as the MMAs use them. The launch bound keeps 12
+// warps per SM, what shared memory allows (KPRE at head_dim 128: 168 registers, 40 bytes spilled).
 template <typename T, int HD, bool KPRE>
-__device__ __forceinline__ void tile_part_state(const AttnArgs& a, int kvh, int p0, int p1, const TileBlocks& blocks,
-                                                T* vs, uint64_t* vbar, const int (&pos)[2], const int (&token)[2],
-                                                const int (&head)[2], const bool (&valid)[2], float (&m)[2],
-                                                float (&l)[2], float (&o)[HD / 8][4]) {
+__global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(AttnArgs a, int item_offset) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* vs = reinterpret_cast<T*>(smem_raw);
+  uint64_t* vbar = reinterpret_cast<uint64_t*>(smem_raw + Smem<HD>::kVElems * sizeof(T));
+  // Step inputs first (read_step_inputs_before_pdl in common.cuh): they overlap the kernel before.
+  const AttnItem item = a.items[item_offset + blockIdx.x];
+  if (item.count == 0) return;  // graph padding
+  const int kvh = blockIdx.y;
   const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
   const T* kc = static_cast<const T*>(a.k_cache);
   const T* vc = static_cast<const T*>(a.v_cache);
+  const int32_t* bt = a.block_tables + item.bt_offset;
+  int maxpos = 0;
+  for (int i = 0; i < item.count; ++i) maxpos = max(maxpos, a.positions[item.first + i]);
+  const int p0 = item.part * kTile;
+  const int p1 = min(p0 + kTile, maxpos + 1);
+  // The tile's block ids (as load_tile), for K's rows and V's copy.
+  const TileBlocks blocks(bt, p0, p1, a.block_size);
+  int pos[2], token[2], head[2];
+  bool valid[2];
+  row_setup<HD>(a, item, kvh, pos, token, head, valid);
+  pdl_begin();  // q, K and V are written by the kernels before this one
   KFromGlobal<T, HD> kg;
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
-    const int kpos = p0 + nt * 8 + gid;
-    const int64_t slot = blocks.slot(kpos);
-    kg.rows[nt] = kpos < p1 ? kc + (slot * a.kv_heads + kvh) * HD + tig * 4 : nullptr;
+    const int pos = p0 + nt * 8 + gid;
+    const int64_t slot = blocks.slot(pos);
+    kg.rows[nt] = pos < p1 ? kc + (slot * a.kv_heads + kvh) * HD + tig * 4 : nullptr;
   }
   using KSrc = typename std::conditional<KPRE && HD <= 128, KInRegs<T, HD>, KFromGlobal<T, HD>>::type;
   const KSrc kf(kg);
@@ -594,10 +612,9 @@ __device__ __forceinline__ void tile_part_state(const AttnArgs& a, int kvh, int 
   load_q<T, HD>(a, token, head, valid, qa);
 
   const float fresh[2] = {kNegInf, kNegInf};
-  float mn[2], sum[2];
+  float mn[2], sum[2], o[HD / 8][4];
   bool active[2] = {false, false};
-  m[0] = m[1] = kNegInf;
-  l[0] = l[1] = 0.0f;
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
   // Every path waits for the copies: the CTA must not exit with bulk copies into its smem in flight.
   if (p1 > p0) {
     tile_compute<T, HD>(qa, kf, vs, p0, pos, valid, fresh, a.scale, mn, sum, active, o, [vbar] {
@@ -621,160 +638,8 @@ __device__ __forceinline__ void tile_part_state(const AttnArgs& a, int kvh, int 
       for (int e = 0; e < 2; ++e) o[n][2 * h + e] = fadd(fmul(0.0f, 0.0f), o[n][2 * h + e]);
     m[h] = mn[h];
   }
-}
-
-// Items of <= 16 rows with parts of one tile (the contract's decode at larger batches): one warp
-// per (part, kv head). K fragments come from the cache straight into registers and only V is
-// staged in shared memory (17 KB instead of the per-part kernel's 35 KB: twice the warps per SM),
-// its copy overlapping Q·K^T. Same arithmetic as the per-part kernel on a one-tile part: the tile
-// from m = -inf, then l = 0·0 + sum and acc = 0·0 + P·V (what its running update gives from
-// l = 0, acc = 0, alpha = 0), with the same words of K and V in the same MMAs.
-// The kernel is latency-bound (a warp's setup, loads and softmax in sequence, 12 warps per SM), so
-// its instruction count is its time: each lane copies whole V rows with one bulk copy each (2 per
-// lane instead of 32 16-byte copies, each with its block lookup), completing on an mbarrier.
-// KPRE: K's words are loaded into registers before the first MMA (KInRegs; head_dim <= 128, as
-// 256 would need 256 registers for them), else as the MMAs use them. The launch bound keeps 12
-// warps per SM, what shared memory allows (KPRE at head_dim 128: 168 registers, 40 bytes spilled).
-template <typename T, int HD, bool KPRE>
-__global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(AttnArgs a, int item_offset) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* vs = reinterpret_cast<T*>(smem_raw);
-  uint64_t* vbar = reinterpret_cast<uint64_t*>(smem_raw + Smem<HD>::kVElems * sizeof(T));
-  // Step inputs first (read_step_inputs_before_pdl in common.cuh): they overlap the kernel before.
-  const AttnItem item = a.items[item_offset + blockIdx.x];
-  if (item.count == 0) return;  // graph padding
-  const int kvh = blockIdx.y;
-  int maxpos = 0;
-  for (int i = 0; i < item.count; ++i) maxpos = max(maxpos, a.positions[item.first + i]);
-  const int p0 = item.part * kTile;
-  const int p1 = min(p0 + kTile, maxpos + 1);
-  // The tile's block ids (as load_tile), for K's rows and V's copy.
-  const TileBlocks blocks(a.block_tables + item.bt_offset, p0, p1, a.block_size);
-  int pos[2], token[2], head[2];
-  bool valid[2];
-  row_setup<HD>(a, item, kvh, pos, token, head, valid);
-  pdl_begin();  // q, K and V are written by the kernels before this one
-  float m[2], l[2], o[HD / 8][4];
-  tile_part_state<T, HD, KPRE>(a, kvh, p0, p1, blocks, vs, vbar, pos, token, head, valid, m, l, o);
   store_part<T, HD>(a, item, token, head, pos, valid, p0, m, l, o);
   merge_if_last<T, HD, 1>(a, item, kvh, maxpos);
-}
-
-// ---- Cluster decode attention: whole-row items of <= 16 rows with at most kClusterParts parts of
-// one tile, for one (item, kv head) a cluster of kCluster CTAs of kClusterWarps warps. Warp w of
-// CTA c computes part q = w · kCluster + c with tile_part_state (the tile kernel's arithmetic),
-// every warp holding all the item's rows, and keeps the state in its CTA's shared memory; after a
-// cluster barrier CTA c folds columns [c · HD / kCluster, ...) of every row over its parts in part
-// order with merge_row's arithmetic (m, l and acc of part 0, then fold_scalars and acc · fa +
-// acc_i · fb for parts 1, 2, ...; out = acc / l), reading the other CTAs' states through
-// distributed shared memory. So the bits are the tile kernel's + attention_merge's
-// (tests/cuda_ops_test), without the merge's launch or the states' round trip through memory.
-constexpr int kCluster = 8;  // the portable cluster size
-constexpr int kClusterWarps = 4;
-constexpr int kClusterParts = kCluster * kClusterWarps;
-constexpr int kClusterRows = 16;  // rows of an item (one MMA tile)
-// Steps of at most this many such items (kCluster · kv_heads CTAs of ~107 KB each: two per SM,
-// one wave on Qwen3's 8 kv heads); larger steps keep the tile kernel and the merge.
-constexpr int kClusterMaxItems = 4;
-template <typename T, int HD>
-struct ClusterSmem {
-  static constexpr size_t kV = size_t(kClusterWarps) * Smem<HD>::kVElems * sizeof(T);  // each warp's V tile
-  static constexpr size_t kBars = kV;                                                  // each warp's barrier
-  static constexpr size_t kStates = kBars + kClusterWarps * sizeof(uint64_t);          // [warp][row][HD + 2]
-  static constexpr int kStateLd = HD + 2;  // acc[0..HD), then m, l
-  static constexpr size_t kFold = kStates + size_t(kClusterWarps) * kClusterRows * kStateLd * sizeof(float);
-  // fa, fb of each (row, part), then each row's l
-  static constexpr size_t kBytes = kFold + (2 * kClusterRows * kClusterParts + kClusterRows) * sizeof(float);
-};
-template <typename T, int HD>
-__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kClusterWarps * 32, 1)
-    attention_cluster_kernel(AttnArgs a, int item_offset) {
-  namespace cg = cooperative_groups;
-  using L = ClusterSmem<T, HD>;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
-  T* vs = reinterpret_cast<T*>(smem_raw + size_t(warp) * Smem<HD>::kVElems * sizeof(T));
-  uint64_t* vbar = reinterpret_cast<uint64_t*>(smem_raw + L::kBars) + warp;
-  float* states = reinterpret_cast<float*>(smem_raw + L::kStates);
-  float* fa_s = reinterpret_cast<float*>(smem_raw + L::kFold);
-  float* fb_s = fa_s + kClusterRows * kClusterParts;
-  float* l_s = fb_s + kClusterRows * kClusterParts;
-  cg::cluster_group cluster = cg::this_cluster();
-  const int c = int(cluster.block_rank());
-  // Step inputs first (read_step_inputs_before_pdl in common.cuh). Every CTA of a cluster has the
-  // same item, so graph padding returns the whole cluster before any cluster barrier.
-  const AttnItem item = a.items[item_offset + blockIdx.x / kCluster];
-  if (item.count == 0) return;
-  const int kvh = blockIdx.y;
-  const int group = a.heads / a.kv_heads;
-  const int R = item.count * group;
-  int maxpos = 0;
-  for (int i = 0; i < item.count; ++i) maxpos = max(maxpos, a.positions[item.first + i]);
-  const int q = warp * kCluster + c;  // this warp's part
-  const int p0 = q * kTile;
-  const int p1 = min(p0 + kTile, maxpos + 1);
-  const TileBlocks blocks(a.block_tables + item.bt_offset, p0, p1, a.block_size);
-  int pos[2], token[2], head[2];
-  bool valid[2];
-  row_setup<HD>(a, item, kvh, pos, token, head, valid, 0);
-  pdl_begin();  // q, K and V are written by the kernels before this one
-  if (p1 > p0) {  // warp-uniform; a row past this part's start is not folded over it (below)
-    float m[2], l[2], o[HD / 8][4];
-    tile_part_state<T, HD, HD <= 128>(a, kvh, p0, p1, blocks, vs, vbar, pos, token, head, valid, m, l, o);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = h * 8 + gid;
-      if (r >= R) continue;
-      float* sp = states + (warp * kClusterRows + r) * L::kStateLd;
-#pragma unroll
-      for (int n = 0; n < HD / 8; ++n)
-        *reinterpret_cast<float2*>(sp + n * 8 + tig * 2) = make_float2(o[n][2 * h], o[n][2 * h + 1]);
-      if (tig == 0) {
-        sp[HD] = m[h];
-        sp[HD + 1] = l[h];
-      }
-    }
-  }
-  cluster.sync();  // every part's state is in its CTA's shared memory, visible to the cluster
-  // This CTA's share of every state (m, l and its columns [c · kCols, ...) of each row and part:
-  // part qq in CTA qq % kCluster, warp qq / kCluster) copied to its own shared memory by all
-  // threads at once (independent loads, instead of one remote round trip per part in each fold
-  // chain), over the V tiles, which every warp is done with.
-  constexpr int kCols = HD / kCluster, kLd = kCols + 2;
-  static_assert(size_t(kClusterParts) * kClusterRows * kLd * sizeof(float) <= L::kV, "staging fits the V tiles");
-  float* stage = reinterpret_cast<float*>(smem_raw);  // [part][row][kCols columns, m, l]
-  const int P = maxpos / kTile + 1, n = P * R * kLd;
-#pragma unroll 4
-  for (int i = threadIdx.x; i < n; i += kClusterWarps * 32) {
-    const int qq = i / (R * kLd), r = (i / kLd) % R, k = i % kLd;
-    const float* src = cluster.map_shared_rank(states, qq % kCluster) + ((qq / kCluster) * kClusterRows + r) * L::kStateLd;
-    stage[i] = src[k < kCols ? c * kCols + k : HD + (k - kCols)];
-  }
-  cluster.sync();  // every CTA has its copy: from here on no CTA reads another's shared memory
-  auto at = [&](int qq, int r) { return stage + (qq * R + r) * kLd; };
-  auto parts_of = [&](int r) { return a.positions[item.first + r / group] / kTile + 1; };
-  // Each row's scalar chain once per CTA (merge_row's fold_scalars in part order), its factors
-  // to shared memory for the columns.
-  if (int(threadIdx.x) < R) {
-    const int r = threadIdx.x, np = parts_of(r);
-    float m = at(0, r)[kCols], l = at(0, r)[kCols + 1];
-    for (int qq = 1; qq < np; ++qq) {
-      float fa, fb;
-      fold_scalars(m, l, at(qq, r)[kCols], at(qq, r)[kCols + 1], fa, fb);
-      fa_s[r * kClusterParts + qq] = fa;
-      fb_s[r * kClusterParts + qq] = fb;
-    }
-    l_s[r] = l;
-  }
-  __syncthreads();
-  for (int e = threadIdx.x; e < R * kCols; e += kClusterWarps * 32) {
-    const int r = e / kCols, k = e % kCols, np = parts_of(r);
-    float acc = at(0, r)[k];
-    for (int qq = 1; qq < np; ++qq)
-      acc = fadd(fmul(acc, fa_s[r * kClusterParts + qq]), fmul(at(qq, r)[k], fb_s[r * kClusterParts + qq]));
-    const int tok = item.first + r / group, hh = kvh * group + r % group;
-    static_cast<T*>(a.out)[(int64_t(tok) * a.heads + hh) * HD + c * kCols + k] = from_f<T>(fdiv(acc, l_s[r]));
-  }
 }
 template <typename T, int HD>
 size_t tile_kernel_smem() { return Smem<HD>::kVElems * sizeof(T) + sizeof(uint64_t); }  // V tile, then its barrier
@@ -1025,8 +890,6 @@ void prepare_hd() {
                                int(2 * stage_bytes<T, HD>())));
   VB_CUDA(cudaFuncSetAttribute(attention_part_kernel<T, HD, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                int(2 * stage_bytes<T, HD>())));
-  VB_CUDA(cudaFuncSetAttribute(attention_cluster_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               int(ClusterSmem<T, HD>::kBytes)));
   for (auto* k : {attention_fold_kernel<T, HD, 0, false>, attention_fold_kernel<T, HD, 16, false>,
                   attention_fold_kernel<T, HD, 32, true>, attention_fold_kernel<T, HD, 32, true, true>})
     VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(fold_smem_bytes<T, HD>())));
@@ -1064,15 +927,6 @@ int fold_pv_mode() {
     const int m = env_int("VERBATIM_ATTN_FOLD_PV", 3);
     return m >= 0 && m <= 3 ? m : 3;
   }();
-  return env;
-}
-// The cluster kernel for decode rows: -1 = VERBATIM_ATTN_CLUSTER (default 0), else
-// set_attention_cluster (tests).
-std::atomic<int> g_cluster{-1};
-bool cluster_on() {
-  const int v = g_cluster.load(std::memory_order_relaxed);
-  if (v >= 0) return v == 1;
-  static const bool env = env_int("VERBATIM_ATTN_CLUSTER", 0) == 1;
   return env;
 }
 template <typename T, int HD>
@@ -1122,11 +976,6 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
                fold_smem_bytes<T, HD>(), stream, a, g.fold_begin);
     VB_CUDA_LAUNCHED();
   }
-  if (g.row_end > g.row_begin) {  // one cluster of kCluster CTAs per (item, kv head)
-    pdl_launch(attention_cluster_kernel<T, HD>, dim3((g.row_end - g.row_begin) * kCluster, a.kv_heads),
-               dim3(kClusterWarps * 32), ClusterSmem<T, HD>::kBytes, stream, a, g.row_begin);
-    VB_CUDA_LAUNCHED();
-  }
 }
 
 template <typename T>
@@ -1173,25 +1022,7 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
   AttnPlan plan;
   plan.state_base.assign(size_t(T), -1);
   const int qtile = attention_query_tile(heads_per_kv);
-  // A query tile: up to qtile consecutive tokens of one sequence, from t.
-  auto tile_end = [&](int t) {
-    int end = t + 1;
-    while (end < T && end - t < qtile && token_seq[end] == token_seq[t]) ++end;
-    return end;
-  };
-  std::vector<AttnItem> small, large, fold, rowi;
-  int cluster_parts = part_tokens == kTile ? attention_cluster_parts() : 0;
-  if (cluster_parts > 0) {  // only small steps: count the query tiles that would take it
-    int n = 0;
-    for (int t = 0; t < T;) {
-      const int end = tile_end(t);
-      int maxpos = 0;
-      for (int i = t; i < end; ++i) maxpos = std::max(maxpos, positions[i]);
-      n += (end - t) * heads_per_kv <= 16 && maxpos / kTile + 1 <= cluster_parts;
-      t = end;
-    }
-    if (n > kClusterMaxItems) cluster_parts = 0;
-  }
+  std::vector<AttnItem> small, large, fold;
   AttnLaunch cur;
   int states = 0;
   auto last_pos = [&](const AttnItem& it) {
@@ -1217,30 +1048,27 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
     plan.items.insert(plan.items.end(), large.begin(), large.end());
     cur.large_end = cur.fold_begin = int(plan.items.size());
     plan.items.insert(plan.items.end(), fold.begin(), fold.end());
-    cur.fold_end = cur.row_begin = int(plan.items.size());
-    plan.items.insert(plan.items.end(), rowi.begin(), rowi.end());
-    cur.row_end = int(plan.items.size());
+    cur.fold_end = int(plan.items.size());
     cur.merge_end = int(plan.merge_tokens.size());
-    if (cur.row_end > cur.small_begin) plan.launches.push_back(cur);
+    if (cur.fold_end > cur.small_begin) plan.launches.push_back(cur);
     small.clear();
     large.clear();
     fold.clear();
-    rowi.clear();
     cur = AttnLaunch{};
     cur.merge_begin = int(plan.merge_tokens.size());
     states = 0;
   };
   int t = 0;
   while (t < T) {
-    const int end = tile_end(t);
+    // A query tile: up to qtile consecutive tokens of one sequence.
+    int end = t + 1;
+    while (end < T && end - t < qtile && token_seq[end] == token_seq[t]) ++end;
     const int rows = (end - t) * heads_per_kv;
     int maxpos = 0;
     for (int i = t; i < end; ++i) maxpos = std::max(maxpos, positions[i]);
     const int bt = seq_bt_offset[token_seq[t]];
     if (allow_fold && rows > 16) {
       fold.push_back(AttnItem{t, end - t, -1, bt});  // finished in its CTA: no states
-    } else if (rows <= 16 && maxpos / kTile + 1 <= cluster_parts) {
-      rowi.push_back(AttnItem{t, end - t, -1, bt});  // finished in its cluster: no states
     } else {
       int tile_states = 0;
       for (int i = t; i < end; ++i) {
@@ -1294,14 +1122,6 @@ void set_attention_fold_pv(int mode) {
   if (mode < -1 || mode > 3) throw Error("cuda attention: fold kernel mode must be -1 to 3");
   g_fold_pv.store(mode, std::memory_order_relaxed);
 }
-
-void set_attention_cluster(int mode) {
-  if (mode < -1 || mode > 1) throw Error("cuda attention: cluster mode must be -1, 0 or 1");
-  g_cluster.store(mode, std::memory_order_relaxed);
-}
-
-int attention_cluster_parts() { return cluster_on() ? kClusterParts : 0; }
-int attention_cluster_max_items() { return kClusterMaxItems; }
 
 void set_attention_small_item_warps(int warps) {
   if (warps != 0 && warps != 1 && warps != 4) throw Error("cuda attention: small-item warps must be 0, 1 or 4");

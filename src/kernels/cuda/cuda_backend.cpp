@@ -841,10 +841,6 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
   const bool fold = !opt.fast && fold_min > 0 && B >= fold_min;
   int parts = 1;
   for (int32_t p : b.positions) parts = std::max(parts, p / part + 1);
-  // Decode rows on clusters of CTAs (VERBATIM_ATTN_CLUSTER; cuda::set_attention_cluster): each
-  // row's parts folded in distributed shared memory, no states, no merge; same bits.
-  const bool cluster =
-      !fold && part == 64 && parts <= cuda::attention_cluster_parts() && bucket <= cuda::attention_cluster_max_items();
   const int parts_cap = cuda::graph_parts_cap(parts);
   if (parts_cap > kGraphMaxParts) return false;
   const size_t state_floats = cuda::attention_state_floats(c.head_dim) * size_t(nh_l);
@@ -887,7 +883,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
     hi[o_sb + i] = nparts > 1 ? i * parts_cap : -1;
     hi[o_mt + i] = i;
     hi[o_mp + i] = nparts;
-    if (fold || cluster) {
+    if (fold) {
       const AttnItem it{i, real ? 1 : 0, -1, off};
       std::memcpy(hi + o_it + size_t(i) * 4, &it, sizeof it);
     } else {
@@ -900,7 +896,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
   const size_t used = o_bt + bt_at;
   VB_CUDA(cudaMemcpyAsync(g_in, hg_in, used * 4, cudaMemcpyHostToDevice, stream));
   staging_uploaded();
-  const GraphKey key{bucket, fold ? 0 : cluster ? -1 : parts_cap, part};
+  const GraphKey key{bucket, fold ? 0 : parts_cap, part};
   auto it = graphs.find(key);
   if (it == graphs.end()) {
     Step st;
@@ -916,9 +912,6 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
     cuda::AttnLaunch g;
     if (fold) {
       g.fold_end = bucket;  // whole-row items, padded with empty ones; no states, no merge
-    } else if (cluster) {
-      g.small_begin = g.small_end = g.large_begin = g.large_end = g.fold_begin = g.fold_end = 0;
-      g.row_end = bucket;  // whole-row items on clusters, padded with empty ones; no states, no merge
     } else {
       g.small_end = bucket * parts_cap;  // per-part items, padded with empty ones
       g.large_begin = g.large_end = g.fold_begin = g.fold_end = g.small_end;

@@ -216,7 +216,6 @@ struct AttnLaunch {
   int small_begin = 0, small_end = 0;  // per-part items of <= 16 rows: one-warp CTAs
   int large_begin = 0, large_end = 0;  // per-part items of up to 64 rows: four-warp CTAs
   int fold_begin = 0, fold_end = 0;    // whole-row items (part == -1): four-warp CTAs
-  int row_begin = 0, row_end = 0;      // whole-row items of <= 16 rows (part == -1): CTA clusters
   int merge_begin = 0, merge_end = 0;  // into merge_tokens / merge_parts
 };
 // Per (token, head), keys are cut into tiles of 64 absolute positions (cpu::kAttnTile) and
@@ -246,15 +245,6 @@ void set_attention_tile_kernel(int mode);
 // halves' softmax interleaved; -1 VERBATIM_ATTN_FOLD_PV (default 3). Same bits every way
 // (cuda_ops_test).
 void set_attention_fold_pv(int mode);
-// Decode rows (items of <= 16 rows) with at most attention_cluster_parts() parts of one tile: 1
-// runs each item as one whole-row item on a cluster of CTAs (the tile kernel's parts, folded in
-// distributed shared memory: no states, no merge), 0 as per-part items and attention_merge, -1
-// VERBATIM_ATTN_CLUSTER (default 0). Same bits either way (cuda_ops_test).
-void set_attention_cluster(int mode);
-// The most parts a cluster item takes when the cluster kernel is on, else 0; the most cluster
-// items a step may have (a plan with more runs them as per-part items and a merge).
-int attention_cluster_parts();
-int attention_cluster_max_items();
 int attention_query_tile(int heads_per_kv);  // query tokens per work item (rows = tokens * group <= 64)
 size_t attention_state_floats(int head_dim);  // floats per (token, part, head) state
 
