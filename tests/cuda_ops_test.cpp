@@ -955,14 +955,19 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
     for (const auto& [k, v] : variant) ASSERT_EQ(v, ref.at(k)) << "fold kernel " << mode << ", pos " << k.second;
   }
   cuda::set_attention_fold_pv(-1);
+  // The tile kernel also with 3 CTAs per kv head, each taking several items in turn (its next
+  // item's K/V prefetched into L2): the one-CTA-per-item bits.
   for (int warps : {1, 4, 0})
-  for (int tile_kernel : {0, 1, 2}) {
+  for (int tile_kernel : {0, 1, 2})
+  for (int loop : {0, 3}) {
     if (warps == 4 && tile_kernel != 0) continue;  // four warps never take the tile kernel
+    if (loop && (warps != 1 || tile_kernel == 0)) continue;  // only the tile kernel loops
     cuda::set_attention_small_item_warps(warps);
     cuda::set_attention_tile_kernel(tile_kernel);
+    cuda::set_attention_tile_loop(loop);
     const std::string how = "small-item warps " + std::to_string(warps) + ", tile kernel " +
-                            std::to_string(tile_kernel) + ", heads " + std::to_string(heads) + ", block size " +
-                            std::to_string(bs);
+                            std::to_string(tile_kernel) + ", tile loop " + std::to_string(loop) + ", heads " +
+                            std::to_string(heads) + ", block size " + std::to_string(bs);
     for (bool fused : {false, true}) {
     const std::string how_f = how + (fused ? ", merge fused" : ", merge kernel");
     for (int p : {0, 5, 63, 64, 100, 1023, 1024, 1025, 1087, 1088, 1099}) {
@@ -977,6 +982,7 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   }
   cuda::set_attention_small_item_warps(0);
   cuda::set_attention_tile_kernel(-1);
+  cuda::set_attention_tile_loop(-1);
   if (heads == 8) continue;
   // Decode rows as whole-row items folded in one CTA each (the graph's fold layout).
   for (int fold_pv : {0, 1, 2, 3}) {

@@ -73,7 +73,6 @@ __device__ __forceinline__ uint4 ld16_stream(const void* p) {
                : "l"(p));
   return v;
 }
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 
 // SILU (gemm_silu_mul): a CTA computes gate columns [32 y, 32 y + 32) (warps 0, 1) and the same
 // up columns (warps 2, 3; column silu_cols + 32 y + ...): which warp computes a column never

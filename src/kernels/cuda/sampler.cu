@@ -43,38 +43,37 @@ __device__ float sample_uniform_dev(uint64_t key, uint64_t counter_hi, uint64_t 
   return float(c[0] >> 8) * 0x1p-24f;
 }
 
-// Fixed-order block reductions (the same tree every call).
-__device__ float block_sum(float v, float* sh) {
+// Fixed-order block reductions (the same tree every call): each warp's shuffle-down tree, then
+// warp 0's tree over the warps' results (`idle` past the last warp). Every thread gets the result,
+// and sh may be reused as soon as it returns.
+template <typename V, typename Op>
+__device__ V block_reduce(V v, V idle, V* sh, Op op) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
-  for (int o = 16; o >= 1; o >>= 1) v = fadd(v, __shfl_down_sync(0xffffffffu, v, o));
+  for (int o = 16; o >= 1; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
   __syncthreads();
   if (lane == 0) sh[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = lane < kWarpsPer ? sh[lane] : 0.0f;
+    v = lane < kWarpsPer ? sh[lane] : idle;
 #pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) v = fadd(v, __shfl_down_sync(0xffffffffu, v, o));
+    for (int o = 16; o >= 1; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
     if (lane == 0) sh[0] = v;
   }
   __syncthreads();
-  return sh[0];
+  const V r = sh[0];
+  __syncthreads();
+  return r;
+}
+__device__ float block_sum(float v, float* sh) {
+  return block_reduce(v, 0.0f, sh, [](float a, float b) { return fadd(a, b); });
 }
 __device__ float block_max(float v, float* sh) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-  for (int o = 16; o >= 1; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
-  __syncthreads();
-  if (lane == 0) sh[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < kWarpsPer ? sh[lane] : kNegInf;
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
-    if (lane == 0) sh[0] = v;
-  }
-  __syncthreads();
-  return sh[0];
+  return block_reduce(v, kNegInf, sh, [](float a, float b) { return fmaxf(a, b); });
+}
+// The smallest v over the block (n: what lanes past the last warp contribute).
+__device__ int block_min(int v, int n, int* sh) {
+  return block_reduce(v, n, sh, [](int a, int b) { return min(a, b); });
 }
 // (value desc, id asc) best; id < 0 means none.
 __device__ __forceinline__ bool better(float v, int id, float bv, int bid) {
@@ -245,22 +244,7 @@ __device__ int block_find_first(const float* w, int n, const Scan& sc, Pred pred
     cum = fadd(cum, w[i]);
     if (pred(cum)) { found = i; break; }
   }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-  for (int o = 16; o >= 1; o >>= 1) found = min(found, __shfl_down_sync(0xffffffffu, found, o));
-  __syncthreads();
-  if (lane == 0) shi[warp] = found;
-  __syncthreads();
-  if (warp == 0) {
-    int f = lane < kWarpsPer ? shi[lane] : n;
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) f = min(f, __shfl_down_sync(0xffffffffu, f, o));
-    if (lane == 0) shi[0] = f;
-  }
-  __syncthreads();
-  const int r = shi[0];
-  __syncthreads();
-  return r;
+  return block_min(found, n, shi);
 }
 // cum(j) itself (for total = cum(n - 1)).
 __device__ float block_cum_at(const float* w, int j, const Scan& sc, float* sh) {
@@ -305,21 +289,7 @@ __global__ void __launch_bounds__(kThreads) draw_kernel(const float* __restrict_
     const int b = threadIdx.x * seg, e = min(vocab, b + seg);
     for (int i = b; i < e; ++i)
       if (!(w[i] > 0.0f)) { f = i; break; }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) f = min(f, __shfl_down_sync(0xffffffffu, f, o));
-    __syncthreads();
-    if (lane == 0) shi[warp] = f;
-    __syncthreads();
-    if (warp == 0) {
-      int g = lane < kWarpsPer ? shi[lane] : vocab;
-#pragma unroll
-      for (int o = 16; o >= 1; o >>= 1) g = min(g, __shfl_down_sync(0xffffffffu, g, o));
-      if (lane == 0) shi[0] = g;
-    }
-    __syncthreads();
-    n = shi[0];
-    __syncthreads();
+    n = block_min(f, vocab, shi);
   }
   if (n <= 0) return;
   if (sp.top_k > 0 && sp.top_k < n) n = sp.top_k;
@@ -336,21 +306,7 @@ __global__ void __launch_bounds__(kThreads) draw_kernel(const float* __restrict_
     const int b = threadIdx.x * sc.seg, e = min(n, b + sc.seg);
     for (int i = max(b, 1); i < e; ++i)
       if (w[i] < sp.min_p) { f = i; break; }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) f = min(f, __shfl_down_sync(0xffffffffu, f, o));
-    __syncthreads();
-    if (lane == 0) shi[warp] = f;
-    __syncthreads();
-    if (warp == 0) {
-      int g = lane < kWarpsPer ? shi[lane] : n;
-#pragma unroll
-      for (int o = 16; o >= 1; o >>= 1) g = min(g, __shfl_down_sync(0xffffffffu, g, o));
-      if (lane == 0) shi[0] = g;
-    }
-    __syncthreads();
-    const int keep = max(1, shi[0]);
-    __syncthreads();
+    const int keep = max(1, block_min(f, n, shi));
     if (keep != n) {
       n = keep;
       sc = block_scan_setup(w, n, shv);
