@@ -229,6 +229,11 @@ cuda::GemmTuning persistent(cuda::GemmTuning t) {
   t.wgmma_persist = true;
   return t;
 }
+// v1 prefetching the W of the round `rounds` ahead into L2 (GemmTuning::v1_ahead).
+cuda::GemmTuning ahead(cuda::GemmTuning t, int rounds) {
+  t.v1_ahead = rounds;
+  return t;
+}
 struct ScopedGemmTuning {
   cuda::GemmTuning saved = cuda::gemm_tuning();
   explicit ScopedGemmTuning(const cuda::GemmTuning& t) { cuda::set_gemm_tuning(t); }
@@ -273,6 +278,7 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
       {cuda::GemmKernel::Tiled, persistent(paired(lagged(tuned(0, false, 0, 4, true, 1, 256, 256)))),
        "tiled, wgmma with 256-row CTAs, one per SM, 64-k boxes, one stage running, sums in the workspace"},
       {cuda::GemmKernel::V1, tuned(-1, false, 1), "v1, 64 x 32 tiles at 33..64 rows"},
+      {cuda::GemmKernel::V1, ahead(tuned(-1, false, 0), 2), "v1, W two rounds ahead prefetched into L2"},
       {cuda::GemmKernel::V1, tuned(-1, false, 2), "v1, two 32-row tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 0, 8), "v1, 8 chunks per round at <= 16 rows"},
       {cuda::GemmKernel::Auto, tuned(-1, false, 0), "auto, segments added in the kernel by size"},

@@ -139,6 +139,8 @@ struct GemmTuning {
   // prefetched into L2 before griddepcontrol.wait, so the weight stream starts while the kernel
   // before (a norm, SiLU, the merge) still runs.
   int v1_prefetch_bytes = 512;
+  // v1: rounds ahead whose W lines each round prefetches into L2 (VERBATIM_GEMM_V1_AHEAD; 0: none).
+  int v1_ahead = 0;
 };
 GemmTuning gemm_tuning();
 void set_gemm_tuning(const GemmTuning& t);
