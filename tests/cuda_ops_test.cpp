@@ -229,11 +229,6 @@ cuda::GemmTuning persistent(cuda::GemmTuning t) {
   t.wgmma_persist = true;
   return t;
 }
-// v1 prefetching the W of the round `rounds` ahead into L2 (GemmTuning::v1_ahead).
-cuda::GemmTuning ahead(cuda::GemmTuning t, int rounds) {
-  t.v1_ahead = rounds;
-  return t;
-}
 struct ScopedGemmTuning {
   cuda::GemmTuning saved = cuda::gemm_tuning();
   explicit ScopedGemmTuning(const cuda::GemmTuning& t) { cuda::set_gemm_tuning(t); }
@@ -278,7 +273,6 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
       {cuda::GemmKernel::Tiled, persistent(paired(lagged(tuned(0, false, 0, 4, true, 1, 256, 256)))),
        "tiled, wgmma with 256-row CTAs, one per SM, 64-k boxes, one stage running, sums in the workspace"},
       {cuda::GemmKernel::V1, tuned(-1, false, 1), "v1, 64 x 32 tiles at 33..64 rows"},
-      {cuda::GemmKernel::V1, ahead(tuned(-1, false, 0), 2), "v1, W two rounds ahead prefetched into L2"},
       {cuda::GemmKernel::V1, tuned(-1, false, 2), "v1, two 32-row tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 0, 8), "v1, 8 chunks per round at <= 16 rows"},
       {cuda::GemmKernel::Auto, tuned(-1, false, 0), "auto, segments added in the kernel by size"},
@@ -961,19 +955,14 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
     for (const auto& [k, v] : variant) ASSERT_EQ(v, ref.at(k)) << "fold kernel " << mode << ", pos " << k.second;
   }
   cuda::set_attention_fold_pv(-1);
-  // The tile kernel also with 3 CTAs per kv head, each taking several items in turn (its next
-  // item's K/V prefetched into L2): the one-CTA-per-item bits.
   for (int warps : {1, 4, 0})
-  for (int tile_kernel : {0, 1, 2})
-  for (int loop : {0, 3}) {
+  for (int tile_kernel : {0, 1, 2}) {
     if (warps == 4 && tile_kernel != 0) continue;  // four warps never take the tile kernel
-    if (loop && (warps != 1 || tile_kernel == 0)) continue;  // only the tile kernel loops
     cuda::set_attention_small_item_warps(warps);
     cuda::set_attention_tile_kernel(tile_kernel);
-    cuda::set_attention_tile_loop(loop);
     const std::string how = "small-item warps " + std::to_string(warps) + ", tile kernel " +
-                            std::to_string(tile_kernel) + ", tile loop " + std::to_string(loop) + ", heads " +
-                            std::to_string(heads) + ", block size " + std::to_string(bs);
+                            std::to_string(tile_kernel) + ", heads " + std::to_string(heads) + ", block size " +
+                            std::to_string(bs);
     for (bool fused : {false, true}) {
     const std::string how_f = how + (fused ? ", merge fused" : ", merge kernel");
     for (int p : {0, 5, 63, 64, 100, 1023, 1024, 1025, 1087, 1088, 1099}) {
@@ -988,7 +977,6 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   }
   cuda::set_attention_small_item_warps(0);
   cuda::set_attention_tile_kernel(-1);
-  cuda::set_attention_tile_loop(-1);
   if (heads == 8) continue;
   // Decode rows as whole-row items folded in one CTA each (the graph's fold layout).
   for (int fold_pv : {0, 1, 2, 3}) {

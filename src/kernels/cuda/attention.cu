@@ -51,6 +51,7 @@ __device__ __forceinline__ void bulk_copy_to_smem(void* dst, const void* src, ui
                : "memory");
 }
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) { mbar_wait_at(smem_addr(bar), parity); }
+__device__ __forceinline__ void mbar_wait_phase0(uint64_t* bar) { mbar_wait(bar, 0); }
 
 // One stage of a K and a V tile, rows padded so that fragment reads hit distinct banks: K rows are
 // read 8 bytes per lane (rows 8 words apart mod 32: the 4 rows of a half warp never share a
@@ -546,29 +547,6 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
   merge_if_last<T, HD, WARPS>(a, item, kvh, maxpos);
 }
 
-// The K rows (mode 1) or K and V rows (mode 2) of item `nx`'s tile for kv head kvh into L2, as the
-// tile kernel will read them (positions past the item's last row are not read). Every lane.
-template <typename T, int HD>
-__device__ __forceinline__ void prefetch_tile_l2(const AttnArgs& a, const AttnItem& nx, int kvh, int mode) {
-  int maxpos = 0;
-  for (int r = 0; r < nx.count; ++r) maxpos = max(maxpos, a.positions[nx.first + r]);
-  const int p0 = nx.part * kTile, p1 = min(p0 + kTile, maxpos + 1);
-  const int32_t* bt = a.block_tables + nx.bt_offset;
-  const BlockDiv div(a.block_size);
-  const char* kc = static_cast<const char*>(a.k_cache);
-  const char* vc = static_cast<const char*>(a.v_cache);
-  constexpr int kRowBytes = HD * int(sizeof(T));
-  for (int key = threadIdx.x & 31; key < p1 - p0; key += 32) {
-    const int pos = p0 + key;
-    const int64_t off = ((int64_t(bt[div.quot(pos)]) * div.bs + div.rem(pos)) * a.kv_heads + kvh) * kRowBytes;
-#pragma unroll
-    for (int c = 0; c < kRowBytes; c += 128) {
-      prefetch_l2(kc + off + c);
-      if (mode > 1) prefetch_l2(vc + off + c);
-    }
-  }
-}
-
 // Items of <= 16 rows with parts of one tile (the contract's decode at larger batches): one warp
 // per (part, kv head). K fragments come from the cache straight into registers and only V is
 // staged in shared memory (17 KB instead of the per-part kernel's 35 KB: twice the warps per SM),
@@ -581,112 +559,87 @@ __device__ __forceinline__ void prefetch_tile_l2(const AttnArgs& a, const AttnIt
 // KPRE: K's words are loaded into registers before the first MMA (KInRegs; head_dim <= 128, as
 // 256 would need 256 registers for them), else as the MMAs use them. The launch bound keeps 12
 // warps per SM, what shared memory allows (KPRE at head_dim 128: 168 registers, 40 bytes spilled).
-// A CTA takes items blockIdx.x, + gridDim.x, ... of the n items (one each when the grid has n
-// columns; fewer columns keep the warps resident across items: tile_loop_ctas). `prefetch`: while
-// an item is computed, its CTA's next item's K (1) or K and V (2) rows are prefetched into L2, so
-// that item's loads do not start from DRAM after a chain of block-table reads. Scheduling only:
-// each item's arithmetic is the one-item kernel's.
 template <typename T, int HD, bool KPRE>
-__global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(AttnArgs a, int item_offset, int n,
-                                                                                 int prefetch) {
+__global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(AttnArgs a, int item_offset) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* vs = reinterpret_cast<T*>(smem_raw);
   uint64_t* vbar = reinterpret_cast<uint64_t*>(smem_raw + Smem<HD>::kVElems * sizeof(T));
+  // Step inputs first (read_step_inputs_before_pdl in common.cuh): they overlap the kernel before.
+  const AttnItem item = a.items[item_offset + blockIdx.x];
+  if (item.count == 0) return;  // graph padding
   const int kvh = blockIdx.y;
   const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
   const T* kc = static_cast<const T*>(a.k_cache);
   const T* vc = static_cast<const T*>(a.v_cache);
+  const int32_t* bt = a.block_tables + item.bt_offset;
+  int maxpos = 0;
+  for (int i = 0; i < item.count; ++i) maxpos = max(maxpos, a.positions[item.first + i]);
+  const int p0 = item.part * kTile;
+  const int p1 = min(p0 + kTile, maxpos + 1);
+  // The tile's block ids (as load_tile), for K's rows and V's copy.
+  const TileBlocks blocks(bt, p0, p1, a.block_size);
+  int pos[2], token[2], head[2];
+  bool valid[2];
+  row_setup<HD>(a, item, kvh, pos, token, head, valid);
+  pdl_begin();  // q, K and V are written by the kernels before this one
+  KFromGlobal<T, HD> kg;
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+    const int pos = p0 + nt * 8 + gid;
+    const int64_t slot = blocks.slot(pos);
+    kg.rows[nt] = pos < p1 ? kc + (slot * a.kv_heads + kvh) * HD + tig * 4 : nullptr;
+  }
+  using KSrc = typename std::conditional<KPRE && HD <= 128, KInRegs<T, HD>, KFromGlobal<T, HD>>::type;
+  const KSrc kf(kg);
+  // V: keys lane and lane + 32, one bulk copy of a whole row each; rows past the part are zeros.
+  constexpr uint32_t kRowBytes = HD * sizeof(T);
   if (lane == 0) mbar_init(vbar, 1);
   __syncwarp();  // the barrier is initialized before any copy completes on it
-  bool waited = false;
-  uint32_t parity = 0;  // vbar's phase for this CTA's next item
-  for (int i = blockIdx.x; i < n; i += gridDim.x) {
-    // Step inputs first (read_step_inputs_before_pdl in common.cuh): they overlap the kernel before.
-    const AttnItem item = a.items[item_offset + i];
-    if (item.count == 0) continue;  // graph padding
-    const int32_t* bt = a.block_tables + item.bt_offset;
-    int maxpos = 0;
-    for (int r = 0; r < item.count; ++r) maxpos = max(maxpos, a.positions[item.first + r]);
-    const int p0 = item.part * kTile;
-    const int p1 = min(p0 + kTile, maxpos + 1);
-    // The tile's block ids (as load_tile), for K's rows and V's copy.
-    const TileBlocks blocks(bt, p0, p1, a.block_size);
-    int pos[2], token[2], head[2];
-    bool valid[2];
-    row_setup<HD>(a, item, kvh, pos, token, head, valid);
-    if (!waited) pdl_begin();  // q, K and V are written by the kernels before this one
-    waited = true;
-    KFromGlobal<T, HD> kg;
+  if (lane == 0) mbar_arrive_expect_tx(vbar, uint32_t(max(p1 - p0, 0)) * kRowBytes);
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      const int pos = p0 + nt * 8 + gid;
-      const int64_t slot = blocks.slot(pos);
-      kg.rows[nt] = pos < p1 ? kc + (slot * a.kv_heads + kvh) * HD + tig * 4 : nullptr;
-    }
-    using KSrc = typename std::conditional<KPRE && HD <= 128, KInRegs<T, HD>, KFromGlobal<T, HD>>::type;
-    const KSrc kf(kg);
-    // V: keys lane and lane + 32, one bulk copy of a whole row each; rows past the part are zeros.
-    constexpr uint32_t kRowBytes = HD * sizeof(T);
-    if (lane == 0) mbar_arrive_expect_tx(vbar, uint32_t(max(p1 - p0, 0)) * kRowBytes);
-#pragma unroll
-    for (int r = 0; r < kTile; r += 32) {
-      const int key = r + lane, pos = p0 + key;
-      const int64_t slot = blocks.slot(pos);
-      T* vd = vs + key * Smem<HD>::kVStride;
-      if (pos < p1) {
-        bulk_copy_to_smem(vd, vc + (slot * a.kv_heads + kvh) * HD, kRowBytes, vbar);
-      } else {
-#pragma unroll
-        for (int c = 0; c < HD / 8; ++c) reinterpret_cast<uint4*>(vd)[c] = make_uint4(0, 0, 0, 0);
-      }
-    }
-    uint32_t qa[HD / 16][4];
-    load_q<T, HD>(a, token, head, valid, qa);
-    // The next item's first reads (step inputs), in flight during this item's Q·K^T.
-    const int next = i + int(gridDim.x);
-    AttnItem nx{0, 0, 0, 0};
-    if (prefetch > 0 && next < n) nx = a.items[item_offset + next];
-
-    const float fresh[2] = {kNegInf, kNegInf};
-    float mn[2], sum[2], o[HD / 8][4];
-    bool active[2] = {false, false};
-    float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
-    const uint32_t ph = parity;
-    auto wait_v = [vbar, ph] {
-      mbar_wait(vbar, ph);
-      __syncwarp();  // the zero rows other lanes stored are visible too
-    };
-    // Every path waits for the copies: the CTA must not exit with bulk copies into its smem in flight.
-    if (p1 > p0) {
-      tile_compute<T, HD>(qa, kf, vs, p0, pos, valid, fresh, a.scale, mn, sum, active, o, [&] {
-        if (nx.count > 0) prefetch_tile_l2<T, HD>(a, nx, kvh, prefetch);
-        wait_v();
-      });
+  for (int r = 0; r < kTile; r += 32) {
+    const int key = r + lane, pos = p0 + key;
+    const int64_t slot = blocks.slot(pos);
+    T* vd = vs + key * Smem<HD>::kVStride;
+    if (pos < p1) {
+      bulk_copy_to_smem(vd, vc + (slot * a.kv_heads + kvh) * HD, kRowBytes, vbar);
     } else {
-      wait_v();
+#pragma unroll
+      for (int c = 0; c < HD / 8; ++c) reinterpret_cast<uint4*>(vd)[c] = make_uint4(0, 0, 0, 0);
     }
-    parity ^= 1u;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (!active[h]) {
-#pragma unroll
-        for (int n2 = 0; n2 < HD / 8; ++n2) o[n2][2 * h] = o[n2][2 * h + 1] = 0.0f;
-        continue;
-      }
-      l[h] = fadd(fmul(0.0f, 0.0f), sum[h]);
-#pragma unroll
-      for (int n2 = 0; n2 < HD / 8; ++n2)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) o[n2][2 * h + e] = fadd(fmul(0.0f, 0.0f), o[n2][2 * h + e]);
-      m[h] = mn[h];
-    }
-    store_part<T, HD>(a, item, token, head, pos, valid, p0, m, l, o);
-    merge_if_last<T, HD, 1>(a, item, kvh, maxpos);
-    // This item's reads of V (ldmatrix) and zero-row stores (generic proxy) come before the next
-    // item's bulk copies (async proxy) into the same rows.
-    fence_proxy_async();
-    __syncwarp();
   }
+  uint32_t qa[HD / 16][4];
+  load_q<T, HD>(a, token, head, valid, qa);
+
+  const float fresh[2] = {kNegInf, kNegInf};
+  float mn[2], sum[2], o[HD / 8][4];
+  bool active[2] = {false, false};
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
+  // Every path waits for the copies: the CTA must not exit with bulk copies into its smem in flight.
+  if (p1 > p0) {
+    tile_compute<T, HD>(qa, kf, vs, p0, pos, valid, fresh, a.scale, mn, sum, active, o, [vbar] {
+      mbar_wait_phase0(vbar);
+      __syncwarp();  // the zero rows other lanes stored are visible too
+    });
+  } else {
+    mbar_wait_phase0(vbar);
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (!active[h]) {
+#pragma unroll
+      for (int n = 0; n < HD / 8; ++n) o[n][2 * h] = o[n][2 * h + 1] = 0.0f;
+      continue;
+    }
+    l[h] = fadd(fmul(0.0f, 0.0f), sum[h]);
+#pragma unroll
+    for (int n = 0; n < HD / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) o[n][2 * h + e] = fadd(fmul(0.0f, 0.0f), o[n][2 * h + e]);
+    m[h] = mn[h];
+  }
+  store_part<T, HD>(a, item, token, head, pos, valid, p0, m, l, o);
+  merge_if_last<T, HD, 1>(a, item, kvh, maxpos);
 }
 template <typename T, int HD>
 size_t tile_kernel_smem() { return Smem<HD>::kVElems * sizeof(T) + sizeof(uint64_t); }  // V tile, then its barrier
@@ -959,22 +912,6 @@ int tile_kernel_mode() {
   }();
   return env;
 }
-// Columns (CTAs per kv head) of the tile kernel for n items: -1 = VERBATIM_ATTN_TILE_LOOP, the
-// resident CTAs per SM to aim for (0 or unset: one CTA per item), else set_attention_tile_loop's
-// cap (tests: 0 = one per item, k = at most k columns). Scheduling only (same bits).
-std::atomic<int> g_tile_loop{-1};
-int tile_grid_x(int n, int kv_heads) {
-  const int v = g_tile_loop.load(std::memory_order_relaxed);
-  static const int per_sm = std::max(0, env_int("VERBATIM_ATTN_TILE_LOOP", 0));
-  const int cap = v > 0 ? v : v == 0 || per_sm == 0 ? n : ceil_div(int64_t(sm_count()) * per_sm, kv_heads);
-  return std::max(1, std::min(n, cap));
-}
-// What a looping tile CTA prefetches into L2 for its next item: VERBATIM_ATTN_TILE_PREFETCH 0
-// nothing, 1 K rows, 2 (default) K and V rows.
-int tile_prefetch_mode() {
-  static const int m = std::min(2, std::max(0, env_int("VERBATIM_ATTN_TILE_PREFETCH", 2)));
-  return m;
-}
 // The fold kernel's variant (same bits every way): -1 = VERBATIM_ATTN_FOLD_PV (default 3), else
 // set by set_attention_fold_pv (tests). 0: whole-tile P·V, cp.async loads; 1: P·V folded 16
 // columns at a time, cp.async (session 10); 2: 32 columns, bulk row copies. H200 session 11
@@ -1022,9 +959,8 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
                  stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
     else if (a.part_tokens == kTile && tile_mode != 0)
       pdl_launch(tile_mode == 2 ? attention_tile_kernel<T, HD, false> : attention_tile_kernel<T, HD, true>,
-                 dim3(tile_grid_x(g.small_end - g.small_begin, a.kv_heads), a.kv_heads), dim3(32),
-                 tile_kernel_smem<T, HD>(), stream, a, g.small_begin, g.small_end - g.small_begin,
-                 tile_prefetch_mode());
+                 dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32), tile_kernel_smem<T, HD>(), stream, a,
+                 g.small_begin);
     else
       pdl_launch(attention_part_kernel<T, HD, 1>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32),
                  stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
@@ -1180,11 +1116,6 @@ void attention_prepare() {
 void set_attention_tile_kernel(int mode) {
   if (mode < -1 || mode > 2) throw Error("cuda attention: tile kernel mode must be -1, 0, 1 or 2");
   g_tile_kernel.store(mode, std::memory_order_relaxed);
-}
-
-void set_attention_tile_loop(int columns) {
-  if (columns < -1) throw Error("cuda attention: tile loop columns must be -1, 0 or positive");
-  g_tile_loop.store(columns, std::memory_order_relaxed);
 }
 
 void set_attention_fold_pv(int mode) {

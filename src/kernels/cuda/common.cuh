@@ -83,8 +83,6 @@ template <> __device__ __forceinline__ void mma16816<f16>(float c[4], const uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Brings the 128-byte line at p into L2 (a hint: no value, no fault semantics the kernels rely on).
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 // Orders this thread's shared-memory accesses (generic proxy) with the async proxy's: stores before
 // wgmma's operand reads, reads before the bulk / tensor copies that refill the buffer.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }

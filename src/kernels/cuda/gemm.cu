@@ -73,6 +73,7 @@ __device__ __forceinline__ uint4 ld16_stream(const void* p) {
                : "l"(p));
   return v;
 }
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 
 // SILU (gemm_silu_mul): a CTA computes gate columns [32 y, 32 y + 32) (warps 0, 1) and the same
 // up columns (warps 2, 3; column silu_cols + 32 y + ...): which warp computes a column never
@@ -149,14 +150,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
   int round = 0;
   for (int c0 = k_begin; c0 < k_end; c0 += 32 * U, ++round) {
     uint4 bv[U][NT], av[U][MT][2];
-    // The W lines of the round ahead_rounds further: a round spans 64·U bytes of each row, taken
-    // one 128-byte line per lane of the row's quad.
-    if (a.ahead_rounds > 0) {
-      const int ka = c0 + a.ahead_rounds * 32 * U;
-      if (ka < k_end && tig * 128 < 64 * U)
-#pragma unroll
-        for (int j = 0; j < NT; ++j) prefetch_l2(reinterpret_cast<const char*>(wrow[j] + ka) + tig * 128);
-    }
     // W's loads first (the long wait).
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -553,7 +546,6 @@ void launch(const GemmArgs& a, int split, cudaStream_t stream) {
   dim3 grid(ceil_div(a.M, MT * 16), SILU ? a.silu_cols / 32 : ceil_div(a.N, kWarps * NT * 8), split);
   GemmArgs p = a;
   p.prefetch_bytes = prefetch_for(a);
-  p.ahead_rounds = tuning().v1_ahead;
   pdl_launch(gemm_kernel<T, MT, NT, U, SILU>, dim3(grid), dim3(kWarps * 32), 0, stream, p);
   VB_CUDA_LAUNCHED();
 }
@@ -579,7 +571,6 @@ GemmTuning tuning_from_env() {
   t.v1_m64 = env_int("VERBATIM_GEMM_V1_M64", env_int("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
   t.v1_unroll16 = env_int("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
   t.v1_prefetch_bytes = std::max(0, env_int("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
-  t.v1_ahead = std::max(0, env_int("VERBATIM_GEMM_V1_AHEAD", t.v1_ahead));
   return t;
 }
 GemmTuning tuning() {

@@ -20,10 +20,6 @@ struct GemmArgs {
   // v1: bytes of each W row segment (from its start) prefetched into L2 before the PDL wait
   // (GemmTuning::v1_prefetch_bytes; 0: none). Speed only: the loads after it read the same bytes.
   int prefetch_bytes = 0;
-  // v1: as each round of U chunks starts, the W lines of the round this many rounds ahead are
-  // prefetched into L2 (GemmTuning::v1_ahead; 0: none), so more of W is in flight than the
-  // round's registers hold. Speed only.
-  int ahead_rounds = 0;
   // v1 with the SiLU epilogue (gemm_silu_mul): W's rows [0, silu_cols) are the gate, [silu_cols,
   // 2 silu_cols) the up projection; y [M, ldy] receives round(round(silu(g)) * u).
   int silu_cols = 0;

@@ -139,8 +139,6 @@ struct GemmTuning {
   // prefetched into L2 before griddepcontrol.wait, so the weight stream starts while the kernel
   // before (a norm, SiLU, the merge) still runs.
   int v1_prefetch_bytes = 512;
-  // v1: rounds ahead whose W lines each round prefetches into L2 (VERBATIM_GEMM_V1_AHEAD; 0: none).
-  int v1_ahead = 0;
 };
 GemmTuning gemm_tuning();
 void set_gemm_tuning(const GemmTuning& t);
@@ -242,10 +240,6 @@ void set_attention_small_item_warps(int warps);
 // one-warp per-part kernel, -1 VERBATIM_ATTN_TILE_KERNEL (default 1). Same bits every way
 // (cuda_ops_test AttentionMergeOfManyPartsIsTheFold runs each).
 void set_attention_tile_kernel(int mode);
-// The tile kernel's grid: one CTA per item, or fewer CTAs each taking several items in turn with
-// the next item's K/V prefetched into L2 (same bits). -1: VERBATIM_ATTN_TILE_LOOP (resident CTAs
-// per SM to aim for; 0 or unset: one per item), 0: one per item, k > 0: at most k CTAs per kv head.
-void set_attention_tile_loop(int columns);
 // The fold kernel (whole-row items of > 16 rows: prefill): 0 sums each tile's whole P·V before
 // folding it (1 CTA per SM), 1 folds it 16 columns at a time as they are summed (3 CTAs per SM),
 // 2 folds 32 columns at a time and loads each tile by bulk row copies, 3 is 2 with the two row
