@@ -229,6 +229,11 @@ cuda::GemmTuning persistent(cuda::GemmTuning t) {
   t.wgmma_persist = true;
   return t;
 }
+// v1 with u 32-k chunks per load round at 17..32 rows (GemmTuning::v1_unroll32).
+cuda::GemmTuning unrolled32(cuda::GemmTuning t, int u) {
+  t.v1_unroll32 = u;
+  return t;
+}
 struct ScopedGemmTuning {
   cuda::GemmTuning saved = cuda::gemm_tuning();
   explicit ScopedGemmTuning(const cuda::GemmTuning& t) { cuda::set_gemm_tuning(t); }
@@ -275,6 +280,9 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
       {cuda::GemmKernel::V1, tuned(-1, false, 1), "v1, 64 x 32 tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 2), "v1, two 32-row tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 0, 8), "v1, 8 chunks per round at <= 16 rows"},
+      {cuda::GemmKernel::V1, unrolled32(tuned(-1, false, 0), 6), "v1, 6 chunks per round at 17..32 rows"},
+      {cuda::GemmKernel::V1, unrolled32(tuned(-1, false, 0), 8), "v1, 8 chunks per round at 17..32 rows"},
+      {cuda::GemmKernel::V1, tuned(-1, false, 3), "v1, 64 x 16 tiles, 4 chunks per round at 33..64 rows"},
       {cuda::GemmKernel::Auto, tuned(-1, false, 0), "auto, segments added in the kernel by size"},
       {cuda::GemmKernel::Auto, cuda::GemmTuning{}, "auto, default knobs"}};
   int compared = 0;
@@ -576,11 +584,13 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
   const int Mmax = 300;
   Values xs = random_values(size_t(Mmax) * H, t(), 1.0f, 40);
   DevBuf dxs = to_device(xs.raw), gs(size_t(Mmax) * 2 * I * 2), ms1(size_t(Mmax) * I * 2), ms2(size_t(Mmax) * I * 2);
-  for (int unroll : {4, 8})
+  for (int unroll : {4, 6, 8})
     for (int M : {1, 5, 16, 17, 32, 65, 129, 256, 300}) {
-      if (unroll == 8 && M > 16) continue;
+      if (unroll != 4 && M > 32) continue;
+      if (unroll == 6 && M <= 16) continue;
       cuda::GemmTuning tun = cuda::gemm_tuning();
-      tun.v1_unroll16 = unroll;
+      tun.v1_unroll16 = unroll == 8 ? 8 : 4;
+      tun.v1_unroll32 = unroll;  // (17..32 rows: 4, 6 or 8 chunks a round)
       tun.wgmma_rows = M == 129 ? 128 : 256;  // both wgmma tiles
       tun.wgmma_tma = M != 300;                // both copy paths (TMA: the gate and up boxes)
       tun.wgmma_lag = M >= 256 ? 1 : 0;        // 256-row tiles with one stage of MMAs running, or not

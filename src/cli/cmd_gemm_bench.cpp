@@ -84,6 +84,9 @@ cuda::GemmKernel kernel_named(const std::string& spec, cuda::GemmTuning* tuning 
   else if (knob == "m64n32") t.v1_m64 = 1;
   else if (knob == "m32x2") t.v1_m64 = 2;
   else if (knob == "u8") t.v1_unroll16 = 8;
+  else if (knob == "u32x6") t.v1_unroll32 = 6;
+  else if (knob == "u32x8") t.v1_unroll32 = 8;
+  else if (knob == "m64u4") t.v1_m64 = 3;
   else if (!knob.empty()) throw Error("gemm-bench: unknown knob '" + knob + "' in '" + spec + "'");
   if (tuning) *tuning = t;
   if (k == "v1") return cuda::GemmKernel::V1;

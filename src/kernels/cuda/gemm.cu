@@ -570,6 +570,8 @@ GemmTuning tuning_from_env() {
   t.wgmma_persist = env_int("VERBATIM_GEMM_WGMMA_PERSIST", t.wgmma_persist ? 1 : 0) == 1;
   t.v1_m64 = env_int("VERBATIM_GEMM_V1_M64", env_int("VERBATIM_GEMM_WIDE64", 0) == 1 ? 1 : t.v1_m64);
   t.v1_unroll16 = env_int("VERBATIM_GEMM_V1_UNROLL16", t.v1_unroll16) == 8 ? 8 : 4;
+  const int u32 = env_int("VERBATIM_GEMM_V1_UNROLL32", t.v1_unroll32);
+  t.v1_unroll32 = u32 == 6 || u32 == 8 ? u32 : 4;
   t.v1_prefetch_bytes = std::max(0, env_int("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
   return t;
 }
@@ -593,10 +595,15 @@ void launch_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
     if (tuning().v1_unroll16 == 8) return launch<T, 1, 2, 8>(a, split, stream);
     return launch<T, 1, 2, 4>(a, split, stream);
   }
-  if (a.M <= 32) return launch<T, 2, 2, 4>(a, split, stream);
+  if (a.M <= 32) {
+    if (tuning().v1_unroll32 == 8) return launch<T, 2, 2, 8>(a, split, stream);
+    if (tuning().v1_unroll32 == 6) return launch<T, 2, 2, 6>(a, split, stream);
+    return launch<T, 2, 2, 4>(a, split, stream);
+  }
   if (a.M <= 64) {
     const int v = tuning().v1_m64;
     if (v == 2) return launch<T, 2, 2, 4>(a, split, stream);
+    if (v == 3) return launch<T, 4, 2, 4>(a, split, stream);
     if (v == 0) return launch<T, 4, 2, 2>(a, split, stream);
   }
   return launch<T, 4, 4, 2>(a, split, stream);
@@ -810,8 +817,9 @@ std::string gemm_tile_name(int M) {
     return "v2-cpasync:m64n16s4";
   }
   if (M <= 16) return tuning().v1_unroll16 == 8 ? "mma16816:m16n16u8" : "mma16816:m16n16u4";
-  if (M <= 32) return "mma16816:m32n16u4";
+  if (M <= 32) return "mma16816:m32n16u" + std::to_string(tuning().v1_unroll32);
   if (M <= 64 && tuning().v1_m64 == 0) return "mma16816:m64n16u2";
+  if (M <= 64 && tuning().v1_m64 == 3) return "mma16816:m64n16u4";
   if (M <= 64 && tuning().v1_m64 == 2) return "mma16816:m32n16u4x2";
   return "mma16816:m64n32u2";
 }
@@ -841,6 +849,8 @@ void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, v
       if (tuning().v1_unroll16 == 8) return launch<T, 1, 2, 8, true>(a, 1, stream);
       return launch<T, 1, 2, 4, true>(a, 1, stream);
     }
+    if (tuning().v1_unroll32 == 8) return launch<T, 2, 2, 8, true>(a, 1, stream);
+    if (tuning().v1_unroll32 == 6) return launch<T, 2, 2, 6, true>(a, 1, stream);
     launch<T, 2, 2, 4, true>(a, 1, stream);
   };
   if (t == DType::BF16) go(bf16{});

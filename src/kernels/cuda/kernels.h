@@ -133,8 +133,10 @@ struct GemmTuning {
   // during the last one's epilogue), instead of one CTA per tile. With pairs, H200 session 16
   // (8B 2,048-token prefill, ms): neither 77.95 / 78.45, pairs 73.81 / 74.16, both 73.97 / 73.91.
   bool wgmma_persist = true;
-  int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks
+  int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks,
+                           // 3 m64n16 with 4 chunks a round (more of W in flight)
   int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
+  int v1_unroll32 = 4;     // v1 at 17..32 rows: 32-k chunks loaded per round (4, 6 or 8)
   // v1 under PDL, weights of <= 16 MiB only (gemm.cu prefetch_for): bytes of each W row segment
   // prefetched into L2 before griddepcontrol.wait, so the weight stream starts while the kernel
   // before (a norm, SiLU, the merge) still runs.
