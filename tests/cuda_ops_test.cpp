@@ -209,6 +209,7 @@ cuda::GemmTuning tuned(int combine, bool wide, int v1_m64, int unroll16 = 4, boo
   t.wgmma_pairs = false;    // the plain forms here; paired() and persistent() below add the others
   t.wgmma_persist = false;
   t.v1_unroll16 = unroll16;
+  t.v1_unroll32 = 4;        // the plain v1 (the reference's form); unrolled32() below sets others
   t.tiled_combine = combine;
   t.tiled_wide = wide;
   t.v1_m64 = v1_m64;

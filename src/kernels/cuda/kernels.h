@@ -133,10 +133,16 @@ struct GemmTuning {
   // during the last one's epilogue), instead of one CTA per tile. With pairs, H200 session 16
   // (8B 2,048-token prefill, ms): neither 77.95 / 78.45, pairs 73.81 / 74.16, both 73.97 / 73.91.
   bool wgmma_persist = true;
-  int v1_m64 = 0;          // v1 at 33..64 rows: 0 m64n16, 1 m64n32, 2 two m32n16 row blocks,
-                           // 3 m64n16 with 4 chunks a round (more of W in flight)
+  // v1 at 33..64 rows: 0 m64n16 (2 chunks a round), 1 m64n32, 2 two m32n16 row blocks, 3 m64n16
+  // with 4 chunks a round (twice the W in flight). 3 since session 17 (s17_b, H200): 8B decode at
+  // 48 / 64 sequences 11.26-11.29 / 12.89-12.92 ms -> 10.77-10.79 / 12.51-12.54, 0.6B 4.04 / 4.75
+  // -> 3.85 / 4.55; gemm-bench 8B layers at 64 rows 776 -> 671 us a layer + lm_head.
+  int v1_m64 = 3;
   int v1_unroll16 = 4;     // v1 at <= 16 rows: 32-k chunks loaded per round (4 or 8)
-  int v1_unroll32 = 4;     // v1 at 17..32 rows: 32-k chunks loaded per round (4, 6 or 8)
+  // v1 at 17..32 rows: 32-k chunks loaded per round (4, 6 or 8). 8 since session 17 (s17_b): 8B at
+  // 24 / 32 sequences 7.558-7.575 / 8.233-8.244 ms -> 7.516-7.545 / 8.170-8.186, 0.6B 2.714 / 3.087
+  // -> 2.688 / 3.054; 6 was slower (K = 4,096 is no whole number of 6-chunk rounds).
+  int v1_unroll32 = 8;
   // v1 under PDL, weights of <= 16 MiB only (gemm.cu prefetch_for): bytes of each W row segment
   // prefetched into L2 before griddepcontrol.wait, so the weight stream starts while the kernel
   // before (a norm, SiLU, the merge) still runs.
