@@ -586,9 +586,10 @@ GemmTuning tuning() {
 
 // The row tile follows M (speed only; see the header comment): small M holds one 16-row MMA tile
 // per warp and streams W with deep unrolling; large M holds 64 rows x 32 columns per warp.
-// Rows 33..64 (GemmTuning::v1_m64): 0 one 64-row tile of 16 columns per warp; 1 64 x 32 (x read
-// from L2 half as often, half as many warps); 2 two 32-row tiles (grid x = 2, the row blocks of
-// one column tile side by side in launch order, so the second reads W from L2).
+// Rows 17..32: 4, 6 or 8 chunks a round (GemmTuning::v1_unroll32). Rows 33..64 (v1_m64): 0 one
+// 64-row tile of 16 columns per warp, 2 chunks a round; 1 64 x 32 (x read from L2 half as often,
+// half as many warps); 2 two 32-row tiles (grid x = 2, the row blocks of one column tile side by
+// side in launch order, so the second reads W from L2); 3 (the default) as 0 with 4 chunks a round.
 template <typename T>
 void launch_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
   if (a.M <= 16) {
