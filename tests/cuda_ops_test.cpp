@@ -12,6 +12,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -489,17 +490,24 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
   const int T = 19, H = 1024, I = 768;
   DevBuf ws(size_t(64) << 20);
   Values x = random_values(size_t(T) * H, t(), 1.0f, 31);
-  DevBuf dx = to_device(x.raw);
+  const DevBuf dx19 = to_device(x.raw);
   // head_dim 128 (Qwen3), 64 and 256: qkv_post keeps each lane's norm weights and RoPE entries
-  // in registers sized for 256.
-  for (int hd : {128, 64, 256}) {
-  SCOPED_TRACE("head_dim " + std::to_string(hd));
+  // in registers sized for 256. 300 tokens: the many-token kernel, 3 blocks (each warp loops
+  // over 100 items).
+  const int Tmax = 300;
+  Values xq = random_values(size_t(Tmax) * H, t(), 1.0f, 30);
+  DevBuf dxq = to_device(xq.raw);
+  for (const std::pair<int, int>& case_ : std::initializer_list<std::pair<int, int>>{{128, 19}, {64, 19}, {256, 19}, {128, Tmax}}) {
+  const int hd = case_.first, T = case_.second;
+  SCOPED_TRACE("head_dim " + std::to_string(hd) + ", " + std::to_string(T) + " tokens");
+  const DevBuf& dx = T == Tmax ? dxq : dx19;
+  cuda::set_qkv_post_loop_blocks(T == Tmax ? 3 : 0);
   const int nh = 4, nkv = 2, nqkv = (nh + 2 * nkv) * hd;
   Values wq = random_values(size_t(nqkv) * H, t(), 0.05f, 32), qn = random_values(hd, t(), 1.0f, 33),
          kn = random_values(hd, t(), 1.0f, 34);
   std::vector<int32_t> pos(T), slots(T);
   for (int i = 0; i < T; ++i) {
-    pos[size_t(i)] = 100 + 37 * i;
+    pos[size_t(i)] = (100 + 37 * i) % 2000;
     slots[size_t(i)] = 3 * i + 1;
   }
   const std::vector<float> table = cuda::rope_table(2048, hd, 1e6);
@@ -547,6 +555,8 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
   EXPECT_EQ(to_host<uint16_t>(kc1, cache), to_host<uint16_t>(kc2, cache));
   EXPECT_EQ(to_host<uint16_t>(vc1, cache), to_host<uint16_t>(vc2, cache));
   }
+  cuda::set_qkv_post_loop_blocks(0);
+  const DevBuf& dx = dx19;
 
   // add + RMSNorm from partials, and SiLU·mul from partials.
   Values hres = random_values(size_t(T) * H, t(), 2.0f, 35), nw = random_values(H, t(), 1.0f, 36),

@@ -1,5 +1,6 @@
 // Fused per-layer glue (fused.h): the unfused kernels' arithmetic, in fewer launches.
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "kernels/cuda/fused.h"
@@ -56,17 +57,24 @@ bool gemm_vec4_ok(const GemmResult& g) {
 }
 
 constexpr int kWarps = 2;  // (token, head) warps per qkv_post block: more blocks in flight at decode
+// Many-token launches (prefill): blocks of kLoopWarps warps, each warp looping over (token, head)
+// items with a stride of the whole grid. One item per 2-warp block made a 2,048-token 8B prefill
+// launch ~49,000 blocks, and the kernel took 64 us a layer for ~12 us of bytes (ncu, session 16):
+// block launches, not bytes, set its time. Which warp takes an item never changes its bits.
+constexpr int kLoopWarps = 8;
+constexpr int64_t kLoopMinTokens = 65;  // decode steps (<= 64 rows) keep one item per warp
+std::atomic<int> g_loop_blocks{0};     // set_qkv_post_loop_blocks (tests); 0: by the SM count
 
 constexpr int kMaxHeadDim = 256;
-template <typename T>
-__global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
-  extern __shared__ __align__(16) float rows_smem[];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+// Item w = (token w / heads, head w % heads) of qkv_post, on one warp whose staging row is `row`
+// (hd floats of shared memory). WAIT: the launch may be a programmatic dependent launch whose
+// wait (pdl_begin) this item makes after its step inputs are read; else the caller waited.
+template <typename T, bool WAIT>
+__device__ __forceinline__ void qkv_post_item(const QkvPost& p, uint32_t w, bool vec, float* row) {
+  const int lane = threadIdx.x & 31;
   const int heads_all = p.nh + 2 * p.nkv;
   // 32-bit item index (qkv_post checks T * heads < 2^31): a 64-bit division is a ~70-instruction
-  // routine, and a prefill runs ~98,000 of these warps (8B, 2,048 tokens).
-  const uint32_t w = blockIdx.x * uint32_t(kWarps) + uint32_t(warp);
-  if (w >= uint32_t(T_) * uint32_t(heads_all)) return;
+  // routine, and a prefill runs ~98,000 of these items (8B, 2,048 tokens).
   const int64_t t = int64_t(w / uint32_t(heads_all));
   const int hh = int(w % uint32_t(heads_all));
   const int hd = p.hd, half = hd / 2;
@@ -86,8 +94,7 @@ __global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
       sv[j] = lane + 32 * j < half ? cs[half + lane + 32 * j] : 0.0f;
     }
   }
-  pdl_begin();  // the GEMM output is written by the kernel before this one
-  float* row = rows_smem + warp * hd;
+  if constexpr (WAIT) pdl_begin();  // the GEMM output is written by the kernel before this one
   if (vec) {
     for (int k = 4 * lane; k < hd; k += 128)
       *reinterpret_cast<float4*>(row + k) = gemm_value4<T>(p.in, t, int64_t(hh) * hd + k);
@@ -125,6 +132,31 @@ __global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
     const float a = row[i], b = row[i + half];
     dst[i] = from_f<T>(fadd(fmul(a, c), fmul(-b, sn)));
     dst[i + half] = from_f<T>(fadd(fmul(b, c), fmul(a, sn)));
+  }
+}
+
+// Decode steps: one item per warp, its step inputs read before the PDL wait.
+template <typename T>
+__global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
+  extern __shared__ __align__(16) float rows_smem[];
+  const int warp = threadIdx.x >> 5;
+  const uint32_t w = blockIdx.x * uint32_t(kWarps) + uint32_t(warp);
+  if (w >= uint32_t(T_) * uint32_t(p.nh + 2 * p.nkv)) return;  // a step input: allowed before the wait
+  qkv_post_item<T, true>(p, w, vec, rows_smem + warp * p.hd);
+}
+
+// Many tokens: each warp takes items warp, warp + (warps in the grid), ...
+template <typename T>
+__global__ void __launch_bounds__(kLoopWarps * 32) qkv_post_loop_kernel(QkvPost p, int T_, bool vec) {
+  extern __shared__ __align__(16) float rows_smem[];
+  pdl_begin();  // before any memory access (common.cuh)
+  const int warp = threadIdx.x >> 5;
+  const uint32_t items = uint32_t(T_) * uint32_t(p.nh + 2 * p.nkv);
+  const uint32_t stride = gridDim.x * uint32_t(kLoopWarps);
+  float* row = rows_smem + warp * p.hd;
+  for (uint32_t w = blockIdx.x * uint32_t(kLoopWarps) + uint32_t(warp); w < items; w += stride) {
+    qkv_post_item<T, false>(p, w, vec, row);
+    __syncwarp();  // every lane is done with the staging row before the next item fills it
   }
 }
 
@@ -218,15 +250,29 @@ void qkv_post(const QkvPost& p, int T, DType t, cudaStream_t stream) {
   if (p.hd > kMaxHeadDim || p.hd % 2) throw Error("cuda qkv_post: head_dim " + std::to_string(p.hd) + " is odd or over 256");
   const int64_t warps = int64_t(T) * (p.nh + 2 * p.nkv);
   if (warps >= (int64_t(1) << 31)) throw Error("cuda qkv_post: " + std::to_string(T) + " tokens x heads is over 2^31");
-  const int blocks = ceil_div(warps, kWarps);
-  const size_t smem = size_t(kWarps) * p.hd * sizeof(float);
   const bool vec = p.hd % 4 == 0 && gemm_vec4_ok(p.in);
-  if (t == DType::BF16)
-    pdl_launch(qkv_post_kernel<bf16>, dim3(blocks), dim3(kWarps * 32), smem, stream, p, T, vec);
-  else
-    pdl_launch(qkv_post_kernel<f16>, dim3(blocks), dim3(kWarps * 32), smem, stream, p, T, vec);
+  static const bool loop_on = env_int("VERBATIM_QKV_POST_LOOP", 1) != 0;  // 0: one item per warp always (A/B)
+  // Many tokens: blocks of 8 warps, VERBATIM_QKV_POST_LOOP_BLOCKS per SM (default 8: a full SM's
+  // warps; at 64 registers a thread 4 are resident at once), fewer where the items run out first.
+  // Else one item per warp, 2 warps a block.
+  const bool loop = loop_on && T >= kLoopMinTokens;
+  static const int per_sm = std::max(1, env_int("VERBATIM_QKV_POST_LOOP_BLOCKS", 8));
+  const int cap = g_loop_blocks.load(std::memory_order_relaxed);
+  const int block_warps = loop ? kLoopWarps : kWarps;
+  const int blocks = loop ? std::min(ceil_div(warps, kLoopWarps), cap > 0 ? cap : per_sm * sm_count())
+                          : ceil_div(warps, kWarps);
+  const size_t smem = size_t(block_warps) * p.hd * sizeof(float);
+  auto go = [&](auto tag) {
+    using E = decltype(tag);
+    pdl_launch(loop ? qkv_post_loop_kernel<E> : qkv_post_kernel<E>, dim3(blocks), dim3(block_warps * 32), smem, stream,
+               p, T, vec);
+  };
+  if (t == DType::BF16) go(bf16{});
+  else go(f16{});
   VB_CUDA_LAUNCHED();
 }
+
+void set_qkv_post_loop_blocks(int blocks) { g_loop_blocks.store(blocks, std::memory_order_relaxed); }
 
 // Threads per row block where a launch has many rows (prefill): each row's norm is one serial chain
 // of D / 16 steps in 16 lanes, so more rows per SM (smaller blocks) overlap more chains; a decode
