@@ -584,6 +584,19 @@ GemmTuning tuning() {
   return g_tuning;
 }
 
+// Up to 32 rows, with or without the SiLU epilogue (gemm_silu_mul): one 16-row tile per warp with
+// 4 or 8 chunks a round (v1_unroll16), or at 17..32 rows 32 rows with 4, 6 or 8 (v1_unroll32).
+template <typename T, bool SILU>
+void launch_up_to_32(const GemmArgs& a, int split, cudaStream_t stream) {
+  if (a.M <= 16) {
+    if (tuning().v1_unroll16 == 8) return launch<T, 1, 2, 8, SILU>(a, split, stream);
+    return launch<T, 1, 2, 4, SILU>(a, split, stream);
+  }
+  if (tuning().v1_unroll32 == 8) return launch<T, 2, 2, 8, SILU>(a, split, stream);
+  if (tuning().v1_unroll32 == 6) return launch<T, 2, 2, 6, SILU>(a, split, stream);
+  launch<T, 2, 2, 4, SILU>(a, split, stream);
+}
+
 // The row tile follows M (speed only; see the header comment): small M holds one 16-row MMA tile
 // per warp and streams W with deep unrolling; large M holds 64 rows x 32 columns per warp.
 // Rows 17..32: 4, 6 or 8 chunks a round (GemmTuning::v1_unroll32). Rows 33..64 (v1_m64): 0 one
@@ -592,15 +605,7 @@ GemmTuning tuning() {
 // side in launch order, so the second reads W from L2); 3 (the default) as 0 with 4 chunks a round.
 template <typename T>
 void launch_for_m(const GemmArgs& a, int split, cudaStream_t stream) {
-  if (a.M <= 16) {
-    if (tuning().v1_unroll16 == 8) return launch<T, 1, 2, 8>(a, split, stream);
-    return launch<T, 1, 2, 4>(a, split, stream);
-  }
-  if (a.M <= 32) {
-    if (tuning().v1_unroll32 == 8) return launch<T, 2, 2, 8>(a, split, stream);
-    if (tuning().v1_unroll32 == 6) return launch<T, 2, 2, 6>(a, split, stream);
-    return launch<T, 2, 2, 4>(a, split, stream);
-  }
+  if (a.M <= 32) return launch_up_to_32<T, false>(a, split, stream);
   if (a.M <= 64) {
     const int v = tuning().v1_m64;
     if (v == 2) return launch<T, 2, 2, 4>(a, split, stream);
@@ -846,13 +851,7 @@ void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, v
   auto go = [&](auto tag) {
     using T = decltype(tag);
     if (M > 64) return launch_wgmma<T>(a, 1, false, tuning(), stream);
-    if (M <= 16) {
-      if (tuning().v1_unroll16 == 8) return launch<T, 1, 2, 8, true>(a, 1, stream);
-      return launch<T, 1, 2, 4, true>(a, 1, stream);
-    }
-    if (tuning().v1_unroll32 == 8) return launch<T, 2, 2, 8, true>(a, 1, stream);
-    if (tuning().v1_unroll32 == 6) return launch<T, 2, 2, 6, true>(a, 1, stream);
-    launch<T, 2, 2, 4, true>(a, 1, stream);
+    launch_up_to_32<T, true>(a, 1, stream);
   };
   if (t == DType::BF16) go(bf16{});
   else if (t == DType::F16) go(f16{});
