@@ -492,12 +492,12 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
   Values x = random_values(size_t(T) * H, t(), 1.0f, 31);
   const DevBuf dx19 = to_device(x.raw);
   // head_dim 128 (Qwen3), 64 and 256: qkv_post keeps each lane's norm weights and RoPE entries
-  // in registers sized for 256. 300 tokens: the many-token kernel, 3 blocks (each warp loops
-  // over 100 items).
+  // in registers sized for 256. 300 tokens: the many-token kernel on 3 blocks, two items per warp
+  // at head_dim <= 128 (each half warp loops over 50 items), one at 256 (each warp over 100).
   const int Tmax = 300;
   Values xq = random_values(size_t(Tmax) * H, t(), 1.0f, 30);
   DevBuf dxq = to_device(xq.raw);
-  for (const std::pair<int, int>& case_ : std::initializer_list<std::pair<int, int>>{{128, 19}, {64, 19}, {256, 19}, {128, Tmax}}) {
+  for (const std::pair<int, int>& case_ : std::initializer_list<std::pair<int, int>>{{128, 19}, {64, 19}, {256, 19}, {128, Tmax}, {64, Tmax}, {256, Tmax}}) {
   const int hd = case_.first, T = case_.second;
   SCOPED_TRACE("head_dim " + std::to_string(hd) + ", " + std::to_string(T) + " tokens");
   const DevBuf& dx = T == Tmax ? dxq : dx19;

@@ -66,12 +66,17 @@ constexpr int64_t kLoopMinTokens = 65;  // decode steps (<= 64 rows) keep one it
 std::atomic<int> g_loop_blocks{0};     // set_qkv_post_loop_blocks (tests); 0: by the SM count
 
 constexpr int kMaxHeadDim = 256;
-// Item w = (token w / heads, head w % heads) of qkv_post, on one warp whose staging row is `row`
-// (hd floats of shared memory). WAIT: the launch may be a programmatic dependent launch whose
-// wait (pdl_begin) this item makes after its step inputs are read; else the caller waited.
-template <typename T, bool WAIT>
-__device__ __forceinline__ void qkv_post_item(const QkvPost& p, uint32_t w, bool vec, float* row) {
-  const int lane = threadIdx.x & 31;
+// Item w = (token w / heads, head w % heads) of qkv_post on LANES lanes of a warp (32: the whole
+// warp; 16: a half, `mask` its lanes, lane = 0..15 within it), whose staging row is `row` (hd
+// floats of shared memory), for head_dim <= MAXHD. Every element gets the same operations in
+// either width: the norm's 16 reference lanes are lanes 0..15 of the item's lanes and its tree
+// reads only those (shuffles of width LANES), so the bits do not depend on LANES. WAIT: the launch
+// may be a programmatic dependent launch whose wait (pdl_begin) this item makes after its step
+// inputs are read; else the caller waited.
+template <typename T, bool WAIT, int LANES = 32, int MAXHD = kMaxHeadDim>
+__device__ __forceinline__ void qkv_post_item(const QkvPost& p, uint32_t w, bool vec, float* row, int lane,
+                                              uint32_t mask) {
+  static_assert(LANES == 32 || LANES == 16, "a warp or a half warp per item");
   const int heads_all = p.nh + 2 * p.nkv;
   // 32-bit item index (qkv_post checks T * heads < 2^31): a 64-bit division is a ~70-instruction
   // routine, and a prefill runs ~98,000 of these items (8B, 2,048 tokens).
@@ -82,51 +87,51 @@ __device__ __forceinline__ void qkv_post_item(const QkvPost& p, uint32_t w, bool
   // Before the wait (read_step_inputs_before_pdl, common.cuh): the token's slot and position, and
   // the norm weights and RoPE table entries this lane uses, so only the GEMM output is waited for.
   const int64_t slot_off = int64_t(p.slots[t]) * p.nkv * hd;
-  float wv[kMaxHeadDim / 32], cv[kMaxHeadDim / 64], sv[kMaxHeadDim / 64];
+  float wv[MAXHD / LANES], cv[MAXHD / (2 * LANES)], sv[MAXHD / (2 * LANES)];
   if (!is_v) {
     const float* wn = is_q ? p.q_norm : p.k_norm;
     const float* cs = p.cos_sin + int64_t(p.positions[t]) * hd;
 #pragma unroll
-    for (int j = 0; j < kMaxHeadDim / 32; ++j) wv[j] = lane + 32 * j < hd ? wn[lane + 32 * j] : 0.0f;
+    for (int j = 0; j < MAXHD / LANES; ++j) wv[j] = lane + LANES * j < hd ? wn[lane + LANES * j] : 0.0f;
 #pragma unroll
-    for (int j = 0; j < kMaxHeadDim / 64; ++j) {
-      cv[j] = lane + 32 * j < half ? cs[lane + 32 * j] : 0.0f;
-      sv[j] = lane + 32 * j < half ? cs[half + lane + 32 * j] : 0.0f;
+    for (int j = 0; j < MAXHD / (2 * LANES); ++j) {
+      cv[j] = lane + LANES * j < half ? cs[lane + LANES * j] : 0.0f;
+      sv[j] = lane + LANES * j < half ? cs[half + lane + LANES * j] : 0.0f;
     }
   }
   if constexpr (WAIT) pdl_begin();  // the GEMM output is written by the kernel before this one
   if (vec) {
-    for (int k = 4 * lane; k < hd; k += 128)
+    for (int k = 4 * lane; k < hd; k += 4 * LANES)
       *reinterpret_cast<float4*>(row + k) = gemm_value4<T>(p.in, t, int64_t(hh) * hd + k);
   } else {
-    for (int k = lane; k < hd; k += 32) row[k] = gemm_value<T>(p.in, t, int64_t(hh) * hd + k);
+    for (int k = lane; k < hd; k += LANES) row[k] = gemm_value<T>(p.in, t, int64_t(hh) * hd + k);
   }
-  __syncwarp();  // lanes below read columns other lanes staged
+  __syncwarp(mask);  // lanes below read columns other lanes staged
   if (is_v) {  // v: straight to the cache
     T* vc = static_cast<T*>(p.v_cache) + slot_off + int64_t(hh - p.nh - p.nkv) * hd;
-    for (int k = lane; k < hd; k += 32) vc[k] = from_f<T>(row[k]);
+    for (int k = lane; k < hd; k += LANES) vc[k] = from_f<T>(row[k]);
     return;
   }
   // RMSNorm: rmsnorm.cu's 16 lanes and tree.
   float s = 0.0f;
   if (lane < 16) s = lane_sum_squares(row, hd, lane);
 #pragma unroll
-  for (int o = 8; o >= 1; o >>= 1) s = fadd(s, __shfl_down_sync(0xffffffffu, s, o));
-  s = __shfl_sync(0xffffffffu, s, 0);
+  for (int o = 8; o >= 1; o >>= 1) s = fadd(s, __shfl_down_sync(mask, s, o, LANES));
+  s = __shfl_sync(mask, s, 0, LANES);
   const float inv = fdiv(1.0f, __fsqrt_rn(fadd(fdiv(s, float(hd)), p.eps)));
-  __syncwarp();
+  __syncwarp(mask);
 #pragma unroll
-  for (int j = 0; j < kMaxHeadDim / 32; ++j) {
-    const int k = lane + 32 * j;
+  for (int j = 0; j < MAXHD / LANES; ++j) {
+    const int k = lane + LANES * j;
     if (k < hd) row[k] = round_as<T>(fmul(wv[j], round_as<T>(fmul(row[k], inv))));
   }
-  __syncwarp();
+  __syncwarp(mask);
   // RoPE: rope.cu's formula and rounding.
   T* dst = is_q ? static_cast<T*>(p.qkv) + t * (int64_t(heads_all) * hd) + int64_t(hh) * hd
                 : static_cast<T*>(p.k_cache) + slot_off + int64_t(hh - p.nh) * hd;
 #pragma unroll
-  for (int j = 0; j < kMaxHeadDim / 64; ++j) {
-    const int i = lane + 32 * j;
+  for (int j = 0; j < MAXHD / (2 * LANES); ++j) {
+    const int i = lane + LANES * j;
     if (i >= half) break;
     const float c = cv[j], sn = sv[j];
     const float a = row[i], b = row[i + half];
@@ -142,21 +147,24 @@ __global__ void qkv_post_kernel(QkvPost p, int T_, bool vec) {
   const int warp = threadIdx.x >> 5;
   const uint32_t w = blockIdx.x * uint32_t(kWarps) + uint32_t(warp);
   if (w >= uint32_t(T_) * uint32_t(p.nh + 2 * p.nkv)) return;  // a step input: allowed before the wait
-  qkv_post_item<T, true>(p, w, vec, rows_smem + warp * p.hd);
+  qkv_post_item<T, true>(p, w, vec, rows_smem + warp * p.hd, int(threadIdx.x & 31), 0xffffffffu);
 }
 
-// Many tokens: each warp takes items warp, warp + (warps in the grid), ...
-template <typename T>
+// Many tokens: each item slot (a warp, or a half warp when LANES is 16: two items in flight per
+// warp, head_dim <= 128) takes items slot, slot + (slots in the grid), ...
+template <typename T, int LANES>
 __global__ void __launch_bounds__(kLoopWarps * 32) qkv_post_loop_kernel(QkvPost p, int T_, bool vec) {
   extern __shared__ __align__(16) float rows_smem[];
   pdl_begin();  // before any memory access (common.cuh)
-  const int warp = threadIdx.x >> 5;
+  constexpr int kPerWarp = 32 / LANES;
+  const int slot = int(threadIdx.x) / LANES, lane = int(threadIdx.x) & (LANES - 1);
+  const uint32_t mask = LANES == 32 ? 0xffffffffu : 0xffffu << (threadIdx.x & 16);
   const uint32_t items = uint32_t(T_) * uint32_t(p.nh + 2 * p.nkv);
-  const uint32_t stride = gridDim.x * uint32_t(kLoopWarps);
-  float* row = rows_smem + warp * p.hd;
-  for (uint32_t w = blockIdx.x * uint32_t(kLoopWarps) + uint32_t(warp); w < items; w += stride) {
-    qkv_post_item<T, false>(p, w, vec, row);
-    __syncwarp();  // every lane is done with the staging row before the next item fills it
+  const uint32_t stride = gridDim.x * uint32_t(kLoopWarps * kPerWarp);
+  float* row = rows_smem + slot * p.hd;
+  for (uint32_t w = blockIdx.x * uint32_t(kLoopWarps * kPerWarp) + uint32_t(slot); w < items; w += stride) {
+    qkv_post_item<T, false, LANES, LANES == 32 ? kMaxHeadDim : 128>(p, w, vec, row, lane, mask);
+    __syncwarp(mask);  // every lane is done with the staging row before the next item fills it
   }
 }
 
@@ -258,14 +266,18 @@ void qkv_post(const QkvPost& p, int T, DType t, cudaStream_t stream) {
   const bool loop = loop_on && T >= kLoopMinTokens;
   static const int per_sm = std::max(1, env_int("VERBATIM_QKV_POST_LOOP_BLOCKS", 8));
   const int cap = g_loop_blocks.load(std::memory_order_relaxed);
+  // Two items per warp (half warps) where head_dim <= 128 (VERBATIM_QKV_POST_HALF=0: one).
+  static const bool half_on = env_int("VERBATIM_QKV_POST_HALF", 1) != 0;
+  const bool halves = loop && half_on && p.hd <= 128;
   const int block_warps = loop ? kLoopWarps : kWarps;
-  const int blocks = loop ? std::min(ceil_div(warps, kLoopWarps), cap > 0 ? cap : per_sm * sm_count())
+  const int slots = block_warps * (halves ? 2 : 1);  // items in flight per block
+  const int blocks = loop ? std::min(ceil_div(warps, slots), cap > 0 ? cap : per_sm * sm_count())
                           : ceil_div(warps, kWarps);
-  const size_t smem = size_t(block_warps) * p.hd * sizeof(float);
+  const size_t smem = size_t(slots) * p.hd * sizeof(float);
   auto go = [&](auto tag) {
     using E = decltype(tag);
-    pdl_launch(loop ? qkv_post_loop_kernel<E> : qkv_post_kernel<E>, dim3(blocks), dim3(block_warps * 32), smem, stream,
-               p, T, vec);
+    pdl_launch(!loop ? qkv_post_kernel<E> : halves ? qkv_post_loop_kernel<E, 16> : qkv_post_loop_kernel<E, 32>,
+               dim3(blocks), dim3(block_warps * 32), smem, stream, p, T, vec);
   };
   if (t == DType::BF16) go(bf16{});
   else go(f16{});

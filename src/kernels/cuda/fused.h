@@ -42,7 +42,8 @@ struct QkvPost {
   void* v_cache = nullptr;
 };
 void qkv_post(const QkvPost& p, int T, DType t, cudaStream_t stream);
-// Steps of >= 65 tokens run qkv_post with warps looping over the items on a grid of at most 8
+// Steps of >= 65 tokens run qkv_post with warps (two items at a time in half warps where
+// head_dim <= 128; VERBATIM_QKV_POST_HALF=0: one) looping over the items on a grid of at most 8
 // blocks per SM (VERBATIM_QKV_POST_LOOP=0: never); tests set that block count (0: by the SM
 // count) so every warp takes many items.
 void set_qkv_post_loop_blocks(int blocks);
