@@ -57,10 +57,12 @@ bool gemm_vec4_ok(const GemmResult& g) {
 }
 
 constexpr int kWarps = 2;  // (token, head) warps per qkv_post block: more blocks in flight at decode
-// Many-token launches (prefill): blocks of kLoopWarps warps, each warp looping over (token, head)
-// items with a stride of the whole grid. One item per 2-warp block made a 2,048-token 8B prefill
-// launch ~49,000 blocks, and the kernel took 64 us a layer for ~12 us of bytes (ncu, session 16):
-// block launches, not bytes, set its time. Which warp takes an item never changes its bits.
+// Many-token launches (prefill): blocks of kLoopWarps warps, each warp (or half warp) looping over
+// (token, head) items with a stride of the whole grid. An item is a chain of dependent memory
+// reads and short arithmetic, so what sets the kernel's time is how many items are in flight: one
+// item per 2-warp block (~49,000 blocks for a 2,048-token 8B prefill) took 64 us a layer for ~12 us
+// of bytes, the loop 60, two items per warp 39 (ncu, sessions 16 and 18). Which lanes take an
+// item never changes its bits.
 constexpr int kLoopWarps = 8;
 constexpr int64_t kLoopMinTokens = 65;  // decode steps (<= 64 rows) keep one item per warp
 std::atomic<int> g_loop_blocks{0};     // set_qkv_post_loop_blocks (tests); 0: by the SM count
