@@ -262,8 +262,9 @@ void qkv_post(const QkvPost& p, int T, DType t, cudaStream_t stream) {
   if (warps >= (int64_t(1) << 31)) throw Error("cuda qkv_post: " + std::to_string(T) + " tokens x heads is over 2^31");
   const bool vec = p.hd % 4 == 0 && gemm_vec4_ok(p.in);
   static const bool loop_on = env_int("VERBATIM_QKV_POST_LOOP", 1) != 0;  // 0: one item per warp always (A/B)
-  // Many tokens: blocks of 8 warps, VERBATIM_QKV_POST_LOOP_BLOCKS per SM (default 8: a full SM's
-  // warps; at 64 registers a thread 4 are resident at once), fewer where the items run out first.
+  // Many tokens: blocks of 8 warps, VERBATIM_QKV_POST_LOOP_BLOCKS per SM (default 8: an SM's warps
+  // if registers allowed; at 64-78 registers a thread 3-4 are resident at once, the rest follow),
+  // fewer where the items run out first.
   // Else one item per warp, 2 warps a block.
   const bool loop = loop_on && T >= kLoopMinTokens;
   static const int per_sm = std::max(1, env_int("VERBATIM_QKV_POST_LOOP_BLOCKS", 8));
