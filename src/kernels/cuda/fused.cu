@@ -11,26 +11,47 @@ namespace {
 
 // The consumer's fixed order of adding the split-K partials of one element (p: segment 0's value,
 // seg: elements between segments): segment 0, then 1, 2, ... in order (gemm_reduce_kernel's
-// arithmetic); the caller rounds once. Every fused consumer adds partials through these two
-// functions only, for any split count (the row-parallel o_proj / down_proj use the same order).
-__device__ __forceinline__ float sum_partials(const float* __restrict__ p, int64_t seg, int split) {
-  float v = p[0];
-#pragma unroll 8
-  for (int s = 1; s < split; ++s) v = fadd(v, p[int64_t(s) * seg]);
+// arithmetic); the caller rounds once. Every fused consumer adds partials through sum_partials
+// and sum_partials4 only, for any split count (the row-parallel o_proj / down_proj use the same
+// order). V is float (one element) or float4 (4 consecutive elements, one 16-byte load a segment).
+__device__ __forceinline__ float load_part(const float* p, float) { return *p; }
+__device__ __forceinline__ float4 load_part(const float* p, float4) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float add_part(float a, float b) { return fadd(a, b); }
+__device__ __forceinline__ float4 add_part(float4 a, float4 b) {
+  return make_float4(fadd(a.x, b.x), fadd(a.y, b.y), fadd(a.z, b.z), fadd(a.w, b.w));
+}
+// S segments, every load issued before the first add (same adds, same order).
+template <typename V, int S>
+__device__ __forceinline__ V sum_parts_n(const float* __restrict__ p, int64_t seg) {
+  V q[S];
+#pragma unroll
+  for (int s = 0; s < S; ++s) q[s] = load_part(p + int64_t(s) * seg, V{});
+  V v = q[0];
+#pragma unroll
+  for (int s = 1; s < S; ++s) v = add_part(v, q[s]);
   return v;
 }
-// The same for 4 consecutive elements (one 16-byte load per segment; each lane is sum_partials).
-__device__ __forceinline__ float4 sum_partials4(const float* __restrict__ p, int64_t seg, int split) {
-  float4 v = *reinterpret_cast<const float4*>(p);
-#pragma unroll 8
-  for (int s = 1; s < split; ++s) {
-    const float4 q = *reinterpret_cast<const float4*>(p + int64_t(s) * seg);
-    v.x = fadd(v.x, q.x);
-    v.y = fadd(v.y, q.y);
-    v.z = fadd(v.z, q.z);
-    v.w = fadd(v.w, q.w);
+// The split counts in use (gemm_split_for gives 1, 2 or 4 on the Qwen3 shapes; o / down take 8) take the
+// loads-first form: as a loop with a run-time count, nvcc's unroll by 8 left split 8's seven adds
+// in its remainder, where each load sits behind a branch on the add before it, so the seven
+// partials came in seven dependent L2 round trips (the PTX of add_rmsnorm_from, session 19).
+template <typename V>
+__device__ __forceinline__ V sum_parts(const float* __restrict__ p, int64_t seg, int split) {
+  switch (split) {
+    case 2: return sum_parts_n<V, 2>(p, seg);
+    case 4: return sum_parts_n<V, 4>(p, seg);
+    case 8: return sum_parts_n<V, 8>(p, seg);
+    default: break;
   }
+  V v = load_part(p, V{});
+  for (int s = 1; s < split; ++s) v = add_part(v, load_part(p + int64_t(s) * seg, V{}));
   return v;
+}
+__device__ __forceinline__ float sum_partials(const float* __restrict__ p, int64_t seg, int split) {
+  return sum_parts<float>(p, seg, split);
+}
+__device__ __forceinline__ float4 sum_partials4(const float* __restrict__ p, int64_t seg, int split) {
+  return sum_parts<float4>(p, seg, split);
 }
 
 // Element (row, col) of a GEMM output: the rounded value, or the split-K partials summed in
@@ -186,8 +207,8 @@ __global__ void __launch_bounds__(1024) add_rmsnorm_from_kernel(T* __restrict__ 
   const float4 w0 = vec ? first_w4(w, D) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   if (vec) {
     for (int k = 4 * threadIdx.x; k < D; k += 4 * blockDim.x) {
+      const uint2 hv = *reinterpret_cast<const uint2*>(hr + k);  // issued with the partials' loads
       const float4 g = gemm_value4<T>(d, r, k);
-      const uint2 hv = *reinterpret_cast<const uint2*>(hr + k);
       const float v0 = round_as<T>(fadd(lo_f<T>(hv.x), g.x)), v1 = round_as<T>(fadd(hi_f<T>(hv.x), g.y));
       const float v2 = round_as<T>(fadd(lo_f<T>(hv.y), g.z)), v3 = round_as<T>(fadd(hi_f<T>(hv.y), g.w));
       *reinterpret_cast<uint2*>(hr + k) = make_uint2(pack2<T>(v0, v1), pack2<T>(v2, v3));
