@@ -47,6 +47,37 @@ __device__ __forceinline__ V sum_parts(const float* __restrict__ p, int64_t seg,
   for (int s = 1; s < split; ++s) v = add_part(v, load_part(p + int64_t(s) * seg, V{}));
   return v;
 }
+// Two elements' sums (a from p, b from q) with both elements' loads issued before the first add:
+// two calls of sum_parts would put the second's loads behind the first's switch.
+template <typename V, int S>
+__device__ __forceinline__ void sum_parts_n2(const float* __restrict__ p, const float* __restrict__ q, int64_t seg,
+                                             V& a, V& b) {
+  V x[S], y[S];
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+    x[s] = load_part(p + int64_t(s) * seg, V{});
+    y[s] = load_part(q + int64_t(s) * seg, V{});
+  }
+  a = x[0];
+  b = y[0];
+#pragma unroll
+  for (int s = 1; s < S; ++s) {
+    a = add_part(a, x[s]);
+    b = add_part(b, y[s]);
+  }
+}
+template <typename V>
+__device__ __forceinline__ void sum_parts2(const float* __restrict__ p, const float* __restrict__ q, int64_t seg,
+                                           int split, V& a, V& b) {
+  switch (split) {
+    case 2: return sum_parts_n2<V, 2>(p, q, seg, a, b);
+    case 4: return sum_parts_n2<V, 4>(p, q, seg, a, b);
+    case 8: return sum_parts_n2<V, 8>(p, q, seg, a, b);
+    default: break;
+  }
+  a = sum_parts<V>(p, seg, split);
+  b = sum_parts<V>(q, seg, split);
+}
 __device__ __forceinline__ float sum_partials(const float* __restrict__ p, int64_t seg, int split) {
   return sum_parts<float>(p, seg, split);
 }
@@ -71,6 +102,20 @@ __device__ __forceinline__ float4 gemm_value4(const GemmResult& g, int64_t row, 
   }
   const float4 v = sum_partials4(g.partials + row * g.N + col, int64_t(g.M) * g.N, g.split);
   return make_float4(round_as<T>(v.x), round_as<T>(v.y), round_as<T>(v.z), round_as<T>(v.w));
+}
+// gemm_value4 at (row, c0) into a and at (row, c1) into b, every load before the first add.
+template <typename T>
+__device__ __forceinline__ void gemm_value4_pair(const GemmResult& g, int64_t row, int64_t c0, int64_t c1, float4& a,
+                                                 float4& b) {
+  if (!g.partials) {
+    a = gemm_value4<T>(g, row, c0);
+    b = gemm_value4<T>(g, row, c1);
+    return;
+  }
+  const float* r = g.partials + row * g.N;
+  sum_parts2<float4>(r + c0, r + c1, int64_t(g.M) * g.N, g.split, a, b);
+  a = make_float4(round_as<T>(a.x), round_as<T>(a.y), round_as<T>(a.z), round_as<T>(a.w));
+  b = make_float4(round_as<T>(b.x), round_as<T>(b.y), round_as<T>(b.z), round_as<T>(b.w));
 }
 bool aligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; }
 bool gemm_vec4_ok(const GemmResult& g) {
@@ -241,7 +286,8 @@ __global__ void silu_mul_from_kernel(GemmResult gu, int64_t T_, int64_t D, T* __
   if (vec) {
     if (idx >= T_ * D / 4) return;
     const int64_t t = idx / (D / 4), i = (idx % (D / 4)) * 4;
-    const float4 g = gemm_value4<T>(gu, t, i), u = gemm_value4<T>(gu, t, D + i);
+    float4 g, u;
+    gemm_value4_pair<T>(gu, t, i, D + i, g, u);
     uint2 o;
     o.x = pack2<T>(fmul(round_as<T>(silu_f32(g.x)), u.x), fmul(round_as<T>(silu_f32(g.y)), u.y));
     o.y = pack2<T>(fmul(round_as<T>(silu_f32(g.z)), u.z), fmul(round_as<T>(silu_f32(g.w)), u.w));
