@@ -7,7 +7,8 @@
 # contract of the binary before (verbatim_base, 9dc2645) against the new one, alternated on 0.6B
 # (three rounds) and 8B (two rounds); the per-kernel durations of two 0.6B decode steps at batch 1.
 # Pack: pack.sh build-cuda verbatim tests/cuda_ops_test tests/cuda_invariance_test, plus the base
-# binary as .carry/bin/verbatim_base.
+# binary as .carry/bin/verbatim_base. (The sampler change gave nothing and was dropped after this call;
+# the SiLU-mul change is on main, 3240337.)
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
 call_start s19_b 300

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Session 19, call 4 (one H200, BUDGET s, default 150): main's code at 3240337 (partials loaded
+# before their adds in every fused consumer, SiLU-mul's gate and up in one batch; the sampler as
+# before): cuda_ops_test and the 0.6B digests of record, bf16 and fp16.
+# Pack: PACK_XZ=1 pack.sh build-cuda verbatim tests/cuda_ops_test tests/cuda_invariance_test.
+cd "$(dirname "$0")/../.."
+source scripts/device/common.sh
+BUDGET=${BUDGET:-150}
+call_setup s19_c
+say "gpu: $(gpu_facts | tr '\n' ';') commit ${COMMIT:-unknown}"
+mk qwen3-0.6b $W/m06 0.02
+bits_06
+call_finish
