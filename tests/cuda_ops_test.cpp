@@ -631,7 +631,7 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
 // ---- Block-per-row norms and the partial consumers (the decode glue): the reference's bits for
 // every row width (vector and scalar paths), every split count, and every row count.
 
-// The consumer's order of adding split-K partials (fused.cu sum_partials): segment 0, 1, 2, ...
+// The consumer's order of adding split-K partials (fused.cu sum_parts): segment 0, 1, 2, ...
 // then one rounding. p: [split, M, N].
 float partial_sum(const std::vector<float>& p, int split, int64_t seg, int64_t at, DType t) {
   float v = p[size_t(at)];
