@@ -6,6 +6,7 @@
 # AttentionWithQkvPostIsQkvPostThenAttention), the 0.6B and 8B digests of record (their graph
 # decode steps now take the fused path). Speed: VERBATIM_ATTN_QKV_POST=0 (the separate launch)
 # against 1, same binary, alternated, 8B and 0.6B at batch 1, 2, 8; ncu of two 8B decode steps.
+# Needs docs/patches/s20-qkv-post-in-attention.patch applied (not on main; s20_a ran its first form).
 # Pack: PACK_XZ=1 pack.sh build-cuda verbatim tests/cuda_ops_test tests/cuda_invariance_test.
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh

@@ -6,6 +6,7 @@
 # written into the tile by the k / v items (no copy back from the cache). Bits: cuda_ops_test, the
 # 0.6B digests of record. Speed: VERBATIM_ATTN_QKV_POST=0 against 1 (same binary), 8B and 0.6B at
 # batch 1 and 2; ncu of two 8B decode steps at batch 1.
+# Needs docs/patches/s20-qkv-post-in-attention.patch applied (not on main; s20_a ran its first form).
 # Pack: PACK_XZ=1 pack.sh build-cuda verbatim tests/cuda_ops_test tests/cuda_invariance_test.
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
