@@ -214,12 +214,6 @@ cuda::GemmTuning tuned(int combine, bool wide, int v1_m64, int unroll16 = 4, boo
   t.tiled_combine = combine;
   t.tiled_wide = wide;
   t.v1_m64 = v1_m64;
-  t.v1_preload_rounds = 0;  // the plain v1; preloaded() below sets others
-  return t;
-}
-// v1 at <= 16 rows with W's first rounds loaded before the PDL wait (GemmTuning::v1_preload_rounds).
-cuda::GemmTuning preloaded(cuda::GemmTuning t, int rounds) {
-  t.v1_preload_rounds = rounds;
   return t;
 }
 // The 256-row wgmma kernel with one stage of MMAs left running (GemmTuning::wgmma_lag).
@@ -288,9 +282,6 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
       {cuda::GemmKernel::V1, tuned(-1, false, 1), "v1, 64 x 32 tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 2), "v1, two 32-row tiles at 33..64 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 0, 8), "v1, 8 chunks per round at <= 16 rows"},
-      {cuda::GemmKernel::V1, preloaded(tuned(-1, false, 0), 1), "v1, first round loaded before the PDL wait"},
-      {cuda::GemmKernel::V1, preloaded(tuned(-1, false, 0), 2), "v1, two rounds loaded before the PDL wait"},
-      
       {cuda::GemmKernel::V1, unrolled32(tuned(-1, false, 0), 6), "v1, 6 chunks per round at 17..32 rows"},
       {cuda::GemmKernel::V1, unrolled32(tuned(-1, false, 0), 8), "v1, 8 chunks per round at 17..32 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 3), "v1, 64 x 16 tiles, 4 chunks per round at 33..64 rows"},
@@ -610,7 +601,6 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
       if (unroll == 6 && M <= 16) continue;
       cuda::GemmTuning tun = cuda::gemm_tuning();
       tun.v1_unroll16 = unroll == 8 ? 8 : 4;
-      tun.v1_preload_rounds = M % 3;  // W's first rounds before the PDL wait (<= 16 rows: 0, 1, 2)
       tun.v1_unroll32 = unroll;  // (17..32 rows: 4, 6 or 8 chunks a round)
       tun.wgmma_rows = M == 129 ? 128 : 256;  // both wgmma tiles
       tun.wgmma_tma = M != 300;                // both copy paths (TMA: the gate and up boxes)

@@ -126,16 +126,8 @@ inline int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 // qkv_post kernels do, so their address setup overlaps the kernel before. Nothing else may.
 __device__ __forceinline__ void pdl_begin() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#if defined(VERBATIM_PDL_TRIGGER_FIRST)
-  // Experiment (a build flag): the next kernel may be scheduled once this one's CTAs have all
-  // started, before the one before has ended. Still ordered: its wait returns only once this grid
-  // has completed, which is after this grid's own wait returned.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#else
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
 #endif
 }
 template <typename... KArgs, typename... Args>

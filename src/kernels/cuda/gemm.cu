@@ -74,17 +74,6 @@ __device__ __forceinline__ uint4 ld16_stream(const void* p) {
   return v;
 }
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
-// A thread's W words of one load round (U chunks of 32 k from c0): 8 k at 8·tig of each chunk
-// for each of its NT row groups; chunks past the segment end (k_end) read nothing and are 0.
-template <typename T, int U, int NT>
-__device__ __forceinline__ void load_w_round(uint4 (&bv)[U][NT], const T* const (&wrow)[NT], int c0, int k_end, int tig) {
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int kw = c0 + u * 32 + tig * 8;  // K % 8 == 0: a thread's 8 values are all in or all out
-#pragma unroll
-    for (int j = 0; j < NT; ++j) bv[u][j] = kw < k_end ? ld16_stream(wrow[j] + kw) : make_uint4(0, 0, 0, 0);
-  }
-}
 
 // SILU (gemm_silu_mul): a CTA computes gate columns [32 y, 32 y + 32) (warps 0, 1) and the same
 // up columns (warps 2, 3; column silu_cols + 32 y + ...): which warp computes a column never
@@ -98,10 +87,9 @@ __device__ __forceinline__ void load_w_round(uint4 (&bv)[U][NT], const T* const 
 // (16-byte loads traded like W, or 8-byte loads) the 8B decode steps at 32 / 64 sequences took
 // 9.5-10.4 / 16.9-17.7 ms against 8.25 / 12.87 through shared memory; W by two 8-byte loads
 // instead of the trade was 5-10% slower at every batch (bench/results/README.md, session 14).
-template <typename T, int MT, int NT, int U, bool SILU = false, int PRE = 0>
+template <typename T, int MT, int NT, int U, bool SILU = false>
 __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
   constexpr bool kXS = MT >= 2;
-  static_assert(PRE == 0 || !kXS, "rounds before the PDL wait: one 16-row tile per warp only");
   static_assert(!SILU || (NT == 2 && kWarps == 4), "the SiLU epilogue pairs 2 gate and 2 up warps of 16 columns");
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gid = lane >> 2, tig = lane & 3;
@@ -130,12 +118,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
       for (int off = tig * 128; off < bytes; off += 4 * 128)
         prefetch_l2(reinterpret_cast<const char*>(wrow[j] + k_begin) + off);
   }
-  // W's first PRE rounds (GemmTuning::v1_preload_rounds; one 16-row tile per warp only: the steps
-  // PDL runs) are loaded into registers before the wait: a CTA resident while the kernel before
-  // runs then holds them when the wait returns. The same words reach the same MMAs in the same order.
-  uint4 w0[U][NT], w1[U][NT];
-  if constexpr (PRE >= 1) load_w_round(w0, wrow, k_begin, k_end, tig);
-  if constexpr (PRE >= 2) load_w_round(w1, wrow, k_begin + 32 * U, k_end, tig);
   pdl_begin();  // before any other memory access or return (common.cuh)
   // No barrier but SILU's and kXS's: a warp may leave early (SILU's columns all exist, silu_cols %
   // 32 == 0; under kXS a warp past N still stages x and meets every barrier, its W rows clamped).
@@ -165,9 +147,16 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
   // kXS: two buffers of a round's x tile, [u][row][16 words], 16-byte units swizzled by row.
   constexpr int kXsRows = kXS ? MT * 16 : 1;
   __shared__ __align__(16) uint32_t xs[kXS ? 2 : 1][kXS ? U : 1][kXsRows][16];
-  // One load round: x's words (or kXS's staged tile) and the MMAs of U chunks, on W's words bv.
-  auto mma_round = [&](uint4(&bv)[U][NT], int c0, int round) {
-    uint4 av[U][MT][2];
+  int round = 0;
+  for (int c0 = k_begin; c0 < k_end; c0 += 32 * U, ++round) {
+    uint4 bv[U][NT], av[U][MT][2];
+    // W's loads first (the long wait).
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int kw = c0 + u * 32 + tig * 8;  // K % 8 == 0: a thread's 8 values are all in or all out
+#pragma unroll
+      for (int j = 0; j < NT; ++j) bv[u][j] = kw < k_end ? ld16_stream(wrow[j] + kw) : make_uint4(0, 0, 0, 0);
+    }
     if constexpr (kXS) {
       // This thread's x units into buffer round & 1, whose last readers (round - 2) all passed the
       // barrier of round - 1.
@@ -224,25 +213,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
         }
       }
     }
-  };
-  // Rounds in order from the segment start (the first PRE on the words loaded before the wait);
-  // each round loads W first (the long wait), then x.
-  const int c_pre = min(k_end, k_begin + PRE * 32 * U);
-  if constexpr (PRE >= 1)
-    if (k_begin < k_end) mma_round(w0, k_begin, 0);
-  if constexpr (PRE >= 2)
-    if (k_begin + 32 * U < k_end) mma_round(w1, k_begin + 32 * U, 1);
-  for (int c0 = c_pre, round = PRE; c0 < k_end; c0 += 32 * U, ++round) {
-    uint4 bv[U][NT];
-    // (load_w_round's loads written out here: through the function ptxas gave the PRE = 0 kernel
-    // 105 registers instead of 96, one CTA an SM fewer.)
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int kw = c0 + u * 32 + tig * 8;
-#pragma unroll
-      for (int j = 0; j < NT; ++j) bv[u][j] = kw < k_end ? ld16_stream(wrow[j] + kw) : make_uint4(0, 0, 0, 0);
-    }
-    mma_round(bv, c0, round);
   }
 
   if (kXS && !SILU && n_base >= a.N) return;  // (kXS: stayed for the barriers)
@@ -571,12 +541,12 @@ int prefetch_for(const GemmArgs& a) {
   return pdl_enabled() && small ? tuning().v1_prefetch_bytes : 0;  // no PDL: nothing to overlap
 }
 
-template <typename T, int MT, int NT, int U, bool SILU = false, int PRE = 0>
+template <typename T, int MT, int NT, int U, bool SILU = false>
 void launch(const GemmArgs& a, int split, cudaStream_t stream) {
   dim3 grid(ceil_div(a.M, MT * 16), SILU ? a.silu_cols / 32 : ceil_div(a.N, kWarps * NT * 8), split);
   GemmArgs p = a;
   p.prefetch_bytes = prefetch_for(a);
-  pdl_launch(gemm_kernel<T, MT, NT, U, SILU, PRE>, dim3(grid), dim3(kWarps * 32), 0, stream, p);
+  pdl_launch(gemm_kernel<T, MT, NT, U, SILU>, dim3(grid), dim3(kWarps * 32), 0, stream, p);
   VB_CUDA_LAUNCHED();
 }
 
@@ -603,7 +573,6 @@ GemmTuning tuning_from_env() {
   const int u32 = env_int("VERBATIM_GEMM_V1_UNROLL32", t.v1_unroll32);
   t.v1_unroll32 = u32 == 6 || u32 == 8 ? u32 : 4;
   t.v1_prefetch_bytes = std::max(0, env_int("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
-  t.v1_preload_rounds = std::clamp(env_int("VERBATIM_GEMM_V1_PRELOAD", t.v1_preload_rounds), 0, 2);
   return t;
 }
 GemmTuning tuning() {
@@ -621,8 +590,6 @@ template <typename T, bool SILU>
 void launch_up_to_32(const GemmArgs& a, int split, cudaStream_t stream) {
   if (a.M <= 16) {
     if (tuning().v1_unroll16 == 8) return launch<T, 1, 2, 8, SILU>(a, split, stream);
-    if (tuning().v1_preload_rounds == 1) return launch<T, 1, 2, 4, SILU, 1>(a, split, stream);
-    if (tuning().v1_preload_rounds == 2) return launch<T, 1, 2, 4, SILU, 2>(a, split, stream);
     return launch<T, 1, 2, 4, SILU>(a, split, stream);
   }
   if (tuning().v1_unroll32 == 8) return launch<T, 2, 2, 8, SILU>(a, split, stream);

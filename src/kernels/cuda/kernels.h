@@ -147,10 +147,6 @@ struct GemmTuning {
   // prefetched into L2 before griddepcontrol.wait, so the weight stream starts while the kernel
   // before (a norm, SiLU, the merge) still runs.
   int v1_prefetch_bytes = 512;
-  // v1 at <= 16 rows with 4 chunks a round: W's first 0, 1 or 2 load rounds read into registers
-  // before the PDL wait (weights are load-time data), so a CTA resident while the kernel before
-  // runs starts its stream there (VERBATIM_GEMM_V1_PRELOAD).
-  int v1_preload_rounds = 0;
 };
 GemmTuning gemm_tuning();
 void set_gemm_tuning(const GemmTuning& t);
