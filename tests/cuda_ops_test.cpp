@@ -285,6 +285,7 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
       {cuda::GemmKernel::V1, unrolled32(tuned(-1, false, 0), 6), "v1, 6 chunks per round at 17..32 rows"},
       {cuda::GemmKernel::V1, unrolled32(tuned(-1, false, 0), 8), "v1, 8 chunks per round at 17..32 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 3), "v1, 64 x 16 tiles, 4 chunks per round at 33..64 rows"},
+      {cuda::GemmKernel::Stream, tuned(-1, false, 0), "stream (TMA ring) at <= 64 rows"},
       {cuda::GemmKernel::Auto, tuned(-1, false, 0), "auto, segments added in the kernel by size"},
       {cuda::GemmKernel::Auto, cuda::GemmTuning{}, "auto, default knobs"}};
   int compared = 0;

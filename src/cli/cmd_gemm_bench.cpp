@@ -93,7 +93,8 @@ cuda::GemmKernel kernel_named(const std::string& spec, cuda::GemmTuning* tuning 
   if (k == "v2") return cuda::GemmKernel::V2;
   if (k == "tiled") return cuda::GemmKernel::Tiled;
   if (k == "auto") return cuda::GemmKernel::Auto;
-  throw Error("gemm-bench: unknown kernel '" + spec + "' (v1, v2, tiled, auto[:knob], cublas)");
+  if (k == "stream") return cuda::GemmKernel::Stream;
+  throw Error("gemm-bench: unknown kernel '" + spec + "' (v1, v2, tiled, stream, auto[:knob], cublas)");
 }
 
 double median(std::vector<double> v) {
@@ -278,7 +279,7 @@ const Registrar gemm_bench_reg(82, [](CLI::App& app) -> std::function<int()> {
   CLI::App* sub = app.add_subcommand("gemm-bench", "Time the contract GEMM kernels and cuBLAS on a model's linear layers");
   sub->add_option("--archs", a->archs, "Shapes of these archs (make-model names)")->delimiter(',');
   sub->add_option("--m", a->ms, "Row counts (decode batch sizes)")->delimiter(',');
-  sub->add_option("--kernels", a->kernels, "v1 | v2 | tiled | auto | cublas")->delimiter(',');
+  sub->add_option("--kernels", a->kernels, "v1 | v2 | tiled | stream | auto | cublas")->delimiter(',');
   sub->add_option("--json", a->json_out, "Write the results here");
   return [a]() -> int {
 #ifdef VERBATIM_HAVE_CUDA

@@ -95,6 +95,10 @@ __device__ __forceinline__ void mbar_init_at(uint32_t bar, int count) {
 __device__ __forceinline__ void mbar_arrive_expect_tx_at(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
+// One plain arrival (a consumer releasing a stage it has read).
+__device__ __forceinline__ void mbar_arrive_at(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
 // Until the phase of this parity has completed (a barrier's use n completes phase n: parity n & 1).
 __device__ __forceinline__ void mbar_wait_at(uint32_t bar, uint32_t parity) {
   asm volatile(

@@ -28,6 +28,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/gemm_common.cuh"
+#include "kernels/cuda/gemm_stream.h"
 #include "kernels/cuda/gemm_v1_layout.h"
 #include "kernels/cuda/gemm_wgmma.h"
 
@@ -711,12 +712,14 @@ GemmKernel kernel_from_env() {
   if (v == "v2") return GemmKernel::V2;
   if (v == "v1") return GemmKernel::V1;
   if (v == "tiled") return GemmKernel::Tiled;
+  if (v == "stream") return GemmKernel::Stream;
   return GemmKernel::Auto;
 }
-// Auto: rows above tiled_min_m run the tiled kernel, the rest v1.
+// Auto: rows above tiled_min_m run the tiled kernel, the rest v1. Stream: as Auto past 64 rows.
 int tiled_min_rows() { return tuning().tiled_min_m; }
 bool uses_tiled(int M) {
   const GemmKernel k = active_gemm_kernel();
+  if (k == GemmKernel::Stream) return M > kStreamMaxM;
   return k == GemmKernel::Tiled || (k == GemmKernel::Auto && M > tiled_min_rows());
 }
 
@@ -731,6 +734,7 @@ void launch_for_dtype(const GemmArgs& a, int split, DType t, cudaStream_t stream
 template <typename T>
 void launch_any(const GemmArgs& a, int split, cudaStream_t stream) {
   if (uses_tiled(a.M)) return launch_tiled<T>(a, split, stream);
+  if (active_gemm_kernel() == GemmKernel::Stream && stream_fits(a, sizeof(T))) return launch_stream<T>(a, split, stream);
   if (active_gemm_kernel() == GemmKernel::V2 && a.M <= kV2MaxM) {
     gemm_prepare();
     return launch_v2_for_m<T>(a, split, stream);
@@ -772,6 +776,7 @@ const char* gemm_kernel_name(GemmKernel k) {
     case GemmKernel::V1: return "v1";
     case GemmKernel::V2: return "v2";
     case GemmKernel::Tiled: return "tiled";
+    case GemmKernel::Stream: return "stream";
     case GemmKernel::Auto: break;
   }
   return "auto";
@@ -817,6 +822,8 @@ std::string gemm_tile_name(int M) {
     const TiledShape t = tiled_shape(M);
     return "tiled-cpasync:m" + std::to_string(t.bm) + "n" + std::to_string(t.bn);
   }
+  if (active_gemm_kernel() == GemmKernel::Stream && M <= kStreamMaxM)  // (where the tensor maps fit)
+    return M <= 16 ? "stream-tma:m16n64s5" : M <= 32 ? "stream-tma:m32n64s4" : "stream-tma:m64n64s3";
   if (active_gemm_kernel() == GemmKernel::V2 && M <= kV2MaxM) {
     if (M <= 16) return "v2-cpasync:m16n16s8";
     if (M <= 32) return "v2-cpasync:m32n16s6";

@@ -44,6 +44,7 @@
 
 #include "kernels/cuda/gemm_common.cuh"
 #include "kernels/cuda/gemm_wgmma.h"
+#include "kernels/cuda/gemm_tma.cuh"
 #include "kernels/cuda/gemm_wgmma_layout.h"
 
 namespace verbatim::cuda::gemm_impl {
@@ -57,17 +58,6 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-
-// Box (k0 .. k0 + 31, rows row0 ..) of the tensor map to shared memory at dst (a chunk's rows in
-// the 64-byte swizzle), completing on bar. Rows past M or N come back as zeros, as cp.async's
-// zero-fill.
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int k0, int row0, uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-          dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(k0), "r"(row0), "r"(bar)
-      : "memory");
 }
 
 // Shared-memory matrix descriptor, K-major with the 64-byte swizzle (layout type 2, gemm_wgmma_layout.h):
@@ -396,43 +386,6 @@ __global__ void __launch_bounds__(2 * BM, 1)
       store_tile<T, 1, 16>(a, out, m_base, tl.n0, tl.s_first, gid, tig);
     }
   }  // tiles
-}
-
-// The driver's tensor-map encoder, through the runtime (no link to libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    VB_CUDA(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
-    if (q != cudaDriverEntryPointSuccess || p == nullptr) throw Error("cuda gemm: no cuTensorMapEncodeTiled in the driver");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
-  return fn;
-}
-// A row-major [rows, cols] matrix of T (row stride ld elements) read in boxes of 32 x box_rows (a
-// chunk: rows of 64 bytes in shared memory, 64-byte swizzle), zeros outside it.
-// pair: boxes of 64 x box_rows in the 128-byte swizzle (two chunks).
-template <typename T>
-CUtensorMap tensor_map(const void* base, int cols, int rows, int ld, int box_rows, bool pair) {
-  CUtensorMap m{};
-  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(ld) * sizeof(T)};
-  const cuuint32_t box[2] = {pair ? 64u : 32u, cuuint32_t(box_rows)}, step[2] = {1, 1};
-  const CUtensorMapDataType dt =
-      std::is_same_v<T, __nv_bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  const CUresult r = tensor_map_encoder()(&m, dt, 2, const_cast<void*>(base), dims, strides, box, step,
-                                          CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                          pair ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
-                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) throw Error("cuda gemm: cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) + ")");
-  return m;
-}
-// Where TMA can bring what cp.async would: segments of whole chunks (no zero-fill inside K), and
-// the 16-byte alignment of addresses and row strides that tensor maps need.
-bool tma_fits(const GemmArgs& a, size_t esize) {
-  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  return a.kseg % 32 == 0 && aligned(a.x) && aligned(a.w) && (size_t(a.ldx) * esize) % 16 == 0 &&
-         (size_t(a.K) * esize) % 16 == 0;
 }
 
 // Shared memory of a configuration: the stages, combine's sums, then S barriers (TMA).

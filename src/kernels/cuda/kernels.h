@@ -86,7 +86,8 @@ std::string gemm_tile_name(int M);
 // pipeline), segments summed in the kernel when the tiles fill the GPU. Auto (the default): V1
 // up to 64 rows, Tiled above (VERBATIM_GEMM_TILED_MIN_M moves the edge). VERBATIM_GEMM=
 // v1|v2|tiled|auto in the environment at first use picks one.
-enum class GemmKernel { V1 = 0, V2 = 1, Tiled = 2, Auto = 3 };
+// Stream: up to 64 rows, W and x through a TMA ring (gemm_stream.cu; v1 where tensor maps do not fit).
+enum class GemmKernel { V1 = 0, V2 = 1, Tiled = 2, Auto = 3, Stream = 4 };
 GemmKernel active_gemm_kernel();
 void set_gemm_kernel(GemmKernel k);
 const char* gemm_kernel_name(GemmKernel k);

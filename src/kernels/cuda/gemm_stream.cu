@@ -1,0 +1,187 @@
+// The streaming decode GEMM (VERBATIM_GEMM=stream, up to 64 rows): y = x · W^T with v1's bits,
+// W and x brought into shared memory by TMA instead of through registers.
+//
+// Why: at decode the GEMMs read W once and do little arithmetic, so their speed is how many bytes
+// stay in flight. v1 keeps one load round per warp in registers (load, wait, MMAs, load again);
+// here one producer warp keeps S stages of 256 k (W: 64 rows x 512 bytes, x: the row tile) in
+// flight per SM while four consumer warps run the MMAs of the stage that has landed.
+//
+// Bits: each output element is the sum over its segment's 32-k chunks in ascending order, each
+// chunk two k16 steps (chunk elements 0..15, then 16..31) into one fp32 accumulator that starts at
+// 0, chunks wholly past the segment end skipped: v1's steps on v1's k sets in v1's order. The
+// slots are the natural ones (ldmatrix from the 128-byte-swizzle layout TMA writes), and a step's
+// sum depends only on its set of 16 k, not on which slot takes which (bench/mma_probe.cu, session
+// 13), as gemm_wgmma.cu relies on. Segments (split-K) are v1's: each item stores its segment's sum
+// to the partials (or the output when split == 1). tests/cuda_ops_test GemmKernelsAreV1BitForBit
+// compares it with v1 byte for byte.
+//
+// Work: items are (64-column tile, segment), item i on CTA i % grid (one CTA per SM); the producer
+// runs on into a CTA's next item while the consumers finish the last, so the ring never drains
+// between items. Rows past M and columns past N come from TMA as zeros and are never stored.
+#include "kernels/cuda/gemm_stream.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "kernels/cuda/gemm_tma.cuh"
+
+namespace verbatim::cuda::gemm_impl {
+namespace {
+
+constexpr int kCols = 64;         // W rows (output columns) per item: 4 consumer warps x 16
+constexpr int kBoxK = 64;         // k per tensor copy: rows of 128 bytes, 128-byte swizzle
+constexpr int kStageK = 256;      // k per stage: 4 boxes
+constexpr int kBoxes = kStageK / kBoxK;
+constexpr int kConsumers = 4;
+constexpr int kThreads = (kConsumers + 1) * 32;  // + the producer warp
+
+// Stages as deep as ~200 KB of shared memory allow (one CTA per SM).
+template <int MT>
+constexpr int stages() {
+  return MT == 1 ? 5 : MT == 2 ? 4 : 3;
+}
+constexpr int kWBoxBytes = kCols * 128;
+template <int MT>
+constexpr int x_box_bytes() {
+  return MT * 16 * 128;
+}
+template <int MT>
+constexpr int stage_bytes() {
+  return kBoxes * (kWBoxBytes + x_box_bytes<MT>());
+}
+// The stages (1,024-byte aligned, as the 128-byte swizzle needs), then 2 S mbarriers.
+template <int MT>
+constexpr size_t smem_bytes() {
+  return 1024 + size_t(stages<MT>()) * stage_bytes<MT>() + 2 * stages<MT>() * sizeof(uint64_t);
+}
+
+// Byte offset of 16-byte group g (k 8g .. 8g + 7) of row r in a box of 128-byte rows, as TMA's
+// 128-byte swizzle lays it (gemm_wgmma_layout.h, swizzle128).
+__device__ __forceinline__ uint32_t swizzled(int r, int g) { return uint32_t(r * 128 + ((g ^ (r & 7)) << 4)); }
+__device__ __forceinline__ void ldmatrix_x4_at(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+template <typename T, int MT>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_stream_kernel(GemmArgs a, int split, const __grid_constant__ CUtensorMap tmx,
+                       const __grid_constant__ CUtensorMap tmw) {
+  constexpr int S = stages<MT>();
+  extern __shared__ uint8_t stream_smem[];
+  pdl_begin();  // before any memory access or return (common.cuh)
+  const uint32_t base = (smem_u32(stream_smem) + 1023u) & ~1023u;
+  const uint32_t bars = base + uint32_t(S * stage_bytes<MT>());
+  auto full = [&](int st) { return bars + uint32_t(8 * st); };
+  auto empty = [&](int st) { return bars + uint32_t(8 * (S + st)); };
+  auto w_box = [&](int st, int b) { return base + uint32_t(st * stage_bytes<MT>() + b * kWBoxBytes); };
+  auto x_box = [&](int st, int b) {
+    return base + uint32_t(st * stage_bytes<MT>() + kBoxes * kWBoxBytes + b * x_box_bytes<MT>());
+  };
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (threadIdx.x == 0) {
+    for (int st = 0; st < S; ++st) {
+      mbar_init_at(full(st), 1);
+      mbar_init_at(empty(st), kConsumers);
+    }
+  }
+  __syncthreads();  // the barriers exist before anyone waits on them
+  const int tiles = (a.N + kCols - 1) / kCols, items = tiles * split;
+
+  if (warp == kConsumers) {  // the producer: one lane issues every copy
+    if (lane != 0) return;
+    int g = 0;  // stages issued by this CTA so far (the ring position and its use count)
+    for (int item = blockIdx.x; item < items; item += gridDim.x) {
+      const int n0 = (item % tiles) * kCols, s = item / tiles;
+      const int k_begin = s * a.kseg, k_end = min(a.K, k_begin + a.kseg);
+      for (int kb = k_begin; kb < k_end; kb += kStageK, ++g) {
+        const int st = g % S, use = g / S;
+        if (use > 0) mbar_wait_at(empty(st), uint32_t((use - 1) & 1));  // its last readers are done
+        const int boxes = min(kBoxes, (k_end - kb + kBoxK - 1) / kBoxK);  // none wholly past the segment
+        mbar_arrive_expect_tx_at(full(st), uint32_t(boxes * (kWBoxBytes + x_box_bytes<MT>())));
+        for (int b = 0; b < boxes; ++b) {
+          tma_load_2d(w_box(st, b), &tmw, kb + b * kBoxK, n0, full(st));
+          tma_load_2d(x_box(st, b), &tmx, kb + b * kBoxK, 0, full(st));
+        }
+      }
+    }
+    return;
+  }
+
+  // Consumers: warp w computes columns n0 + 16 w .. + 15 of every item (NT = 2 groups of 8).
+  const int gid = lane >> 2, tig = lane & 3;
+  // ldmatrix rows: W's matrices are (columns 0-7, k 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15)
+  // of the warp's 16, i.e. b0 / b1 of column group 0 then of group 1; x's are (rows 0-7, k 0-7),
+  // (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) of a 16-row tile: a0 .. a3 (PTX m16n8k16 fragments).
+  const int w_row = warp * 16 + (lane >> 4) * 8 + (lane & 7), w_grp = (lane >> 3) & 1;
+  const int x_row = lane & 15, x_grp = lane >> 4;
+  int g = 0;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const int n0 = (item % tiles) * kCols, s = item / tiles;
+    const int k_begin = s * a.kseg, k_end = min(a.K, k_begin + a.kseg);
+    float acc[MT][2][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+    for (int kb = k_begin; kb < k_end; kb += kStageK, ++g) {
+      const int st = g % S;
+      mbar_wait_at(full(st), uint32_t((g / S) & 1));
+#pragma unroll
+      for (int c = 0; c < kStageK / 32; ++c) {
+        if (kb + c * 32 >= k_end) break;  // warp-uniform: v1 skips a chunk wholly past the segment
+#pragma unroll
+        for (int step = 0; step < 2; ++step) {
+          const int kk = c * 32 + step * 16;  // the step's first k in the stage
+          const int b = kk / kBoxK, grp = (kk % kBoxK) / 8;
+          uint32_t wv[4];
+          ldmatrix_x4_at(wv, w_box(st, b) + swizzled(w_row, grp + w_grp));
+#pragma unroll
+          for (int i = 0; i < MT; ++i) {
+            uint32_t xv[4];
+            ldmatrix_x4_at(xv, x_box(st, b) + swizzled(i * 16 + x_row, grp + x_grp));
+            mma16816<T>(acc[i][0], xv, wv[0], wv[1]);
+            mma16816<T>(acc[i][1], xv, wv[2], wv[3]);
+          }
+        }
+      }
+      __syncwarp();  // every lane's reads of the stage are done
+      if (lane == 0) mbar_arrive_at(empty(st));
+    }
+    store_tile<T, MT, 2>(a, acc, 0, n0 + warp * 16, s, gid, tig);
+  }
+}
+
+template <typename T, int MT>
+void launch_mt(const GemmArgs& a, int split, cudaStream_t stream) {
+  auto* k = gemm_stream_kernel<T, MT>;
+  static std::atomic<uint64_t> done{0};  // one attribute per instantiation
+  once_per_device(done, [&] {
+    VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes<MT>())));
+  });
+  const CUtensorMap mx = tensor_map<T>(a.x, a.K, a.M, a.ldx, MT * 16, true);
+  const CUtensorMap mw = tensor_map<T>(a.w, a.K, a.N, a.K, kCols, true);
+  const int items = ceil_div(a.N, kCols) * split;
+  pdl_launch(k, dim3(std::min(items, sm_count())), dim3(kThreads), smem_bytes<MT>(), stream, a, split, mx, mw);
+  VB_CUDA_LAUNCHED();
+}
+
+}  // namespace
+
+bool stream_fits(const GemmArgs& a, size_t esize) {
+  return a.M >= 1 && a.M <= kStreamMaxM && a.silu_cols == 0 && tma_fits(a, esize);
+}
+
+template <typename T>
+void launch_stream(const GemmArgs& a, int split, cudaStream_t stream) {
+  if (a.M <= 16) return launch_mt<T, 1>(a, split, stream);
+  if (a.M <= 32) return launch_mt<T, 2>(a, split, stream);
+  launch_mt<T, 4>(a, split, stream);
+}
+template void launch_stream<__nv_bfloat16>(const GemmArgs&, int, cudaStream_t);
+template void launch_stream<__half>(const GemmArgs&, int, cudaStream_t);
+
+}  // namespace verbatim::cuda::gemm_impl
