@@ -236,6 +236,11 @@ cuda::GemmTuning unrolled32(cuda::GemmTuning t, int u) {
   t.v1_unroll32 = u;
   return t;
 }
+// The stream kernel with s stages at <= 16 rows (GemmTuning::stream_stages16).
+cuda::GemmTuning stream_stages(cuda::GemmTuning t, int s) {
+  t.stream_stages16 = s;
+  return t;
+}
 struct ScopedGemmTuning {
   cuda::GemmTuning saved = cuda::gemm_tuning();
   explicit ScopedGemmTuning(const cuda::GemmTuning& t) { cuda::set_gemm_tuning(t); }
@@ -286,6 +291,8 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
       {cuda::GemmKernel::V1, unrolled32(tuned(-1, false, 0), 8), "v1, 8 chunks per round at 17..32 rows"},
       {cuda::GemmKernel::V1, tuned(-1, false, 3), "v1, 64 x 16 tiles, 4 chunks per round at 33..64 rows"},
       {cuda::GemmKernel::Stream, tuned(-1, false, 0), "stream (TMA ring) at <= 64 rows"},
+      {cuda::GemmKernel::Stream, stream_stages(tuned(-1, false, 0), 3), "stream, 3 stages at <= 16 rows"},
+      {cuda::GemmKernel::Stream, stream_stages(tuned(-1, false, 0), 4), "stream, 4 stages at <= 16 rows"},
       {cuda::GemmKernel::Auto, tuned(-1, false, 0), "auto, segments added in the kernel by size"},
       {cuda::GemmKernel::Auto, cuda::GemmTuning{}, "auto, default knobs"}};
   int compared = 0;
@@ -623,6 +630,31 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
       // Rows past M are never written.
       EXPECT_TRUE(std::all_of(got.begin() + long(size_t(M) * I), got.end(), [](uint16_t v) { return v == 0xffff; }))
           << "M " << M;
+    }
+  // The stream kernel's epilogue (VERBATIM_GEMM=stream, <= 32 rows) against v1's gemm() then
+  // silu_mul(), at each ring depth of <= 16 rows.
+  for (int stages : {3, 4, 5})
+    for (int M : {1, 5, 16, 17, 32}) {
+      if (stages != 5 && M > 16) continue;
+      cuda::GemmOut gso;
+      gso.y = gs.p;
+      {
+        const ScopedGemmKernel v1(cuda::GemmKernel::V1);
+        cuda::gemm(dxs.p, M, H, H, dwgu.p, 2 * I, t(), 1, gso, ws.as<float>(), ws.bytes, nullptr);
+      }
+      cuda::silu_mul(gs.p, gs.as<uint16_t>() + I, 2 * I, M, I, t(), ms1.p, nullptr);
+      VB_CUDA(cudaMemset(ms2.p, 0xff, ms2.bytes));
+      {
+        const ScopedGemmKernel use(cuda::GemmKernel::Stream);
+        cuda::GemmTuning tun = cuda::gemm_tuning();
+        tun.stream_stages16 = stages;
+        const ScopedGemmTuning scoped(tun);
+        cuda::gemm_silu_mul(dxs.p, M, H, dwgu.p, I, t(), ms2.p, nullptr);
+      }
+      const auto want = to_host<uint16_t>(ms1, size_t(M) * I), got = to_host<uint16_t>(ms2, size_t(Mmax) * I);
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << "stream, M " << M << ", stages " << stages;
+      EXPECT_TRUE(std::all_of(got.begin() + long(size_t(M) * I), got.end(), [](uint16_t v) { return v == 0xffff; }))
+          << "stream, M " << M;
     }
   // Control: another x gives other outputs.
   cuda::gemm_silu_mul(dx.p, 1, H, dwgu.p, I, t(), ms2.p, nullptr);

@@ -574,6 +574,7 @@ GemmTuning tuning_from_env() {
   const int u32 = env_int("VERBATIM_GEMM_V1_UNROLL32", t.v1_unroll32);
   t.v1_unroll32 = u32 == 6 || u32 == 8 ? u32 : 4;
   t.v1_prefetch_bytes = std::max(0, env_int("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
+  t.stream_stages16 = std::clamp(env_int("VERBATIM_GEMM_STREAM_STAGES", t.stream_stages16), 3, 5);
   return t;
 }
 GemmTuning tuning() {
@@ -734,7 +735,8 @@ void launch_for_dtype(const GemmArgs& a, int split, DType t, cudaStream_t stream
 template <typename T>
 void launch_any(const GemmArgs& a, int split, cudaStream_t stream) {
   if (uses_tiled(a.M)) return launch_tiled<T>(a, split, stream);
-  if (active_gemm_kernel() == GemmKernel::Stream && stream_fits(a, sizeof(T))) return launch_stream<T>(a, split, stream);
+  if (active_gemm_kernel() == GemmKernel::Stream && stream_fits(a, sizeof(T)))
+    return launch_stream<T>(a, split, tuning().stream_stages16, stream);
   if (active_gemm_kernel() == GemmKernel::V2 && a.M <= kV2MaxM) {
     gemm_prepare();
     return launch_v2_for_m<T>(a, split, stream);
@@ -858,6 +860,8 @@ void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, v
   auto go = [&](auto tag) {
     using T = decltype(tag);
     if (M > 64) return launch_wgmma<T>(a, 1, false, tuning(), stream);
+    if (active_gemm_kernel() == GemmKernel::Stream && stream_fits(a, sizeof(T)))
+      return launch_stream<T>(a, 1, tuning().stream_stages16, stream);
     launch_up_to_32<T, true>(a, 1, stream);
   };
   if (t == DType::BF16) go(bf16{});

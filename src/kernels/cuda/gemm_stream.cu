@@ -35,11 +35,6 @@ constexpr int kBoxes = kStageK / kBoxK;
 constexpr int kConsumers = 4;
 constexpr int kThreads = (kConsumers + 1) * 32;  // + the producer warp
 
-// Stages as deep as ~200 KB of shared memory allow (one CTA per SM).
-template <int MT>
-constexpr int stages() {
-  return MT == 1 ? 5 : MT == 2 ? 4 : 3;
-}
 constexpr int kWBoxBytes = kCols * 128;
 template <int MT>
 constexpr int x_box_bytes() {
@@ -50,10 +45,11 @@ constexpr int stage_bytes() {
   return kBoxes * (kWBoxBytes + x_box_bytes<MT>());
 }
 // The stages (1,024-byte aligned, as the 128-byte swizzle needs), then 2 S mbarriers.
-template <int MT>
+template <int MT, int S>
 constexpr size_t smem_bytes() {
-  return 1024 + size_t(stages<MT>()) * stage_bytes<MT>() + 2 * stages<MT>() * sizeof(uint64_t);
+  return 1024 + size_t(S) * stage_bytes<MT>() + 2 * S * sizeof(uint64_t);
 }
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers * 32) : "memory"); }
 
 // Byte offset of 16-byte group g (k 8g .. 8g + 7) of row r in a box of 128-byte rows, as TMA's
 // 128-byte swizzle lays it (gemm_wgmma_layout.h, swizzle128).
@@ -64,13 +60,15 @@ __device__ __forceinline__ void ldmatrix_x4_at(uint32_t (&r)[4], uint32_t addr) 
                : "r"(addr));
 }
 
-template <typename T, int MT>
+// SILU (gemm_silu_mul, split 1): an item is gate columns 32 y .. 32 y + 31 (W rows 0-31 of the
+// stage: warps 0, 1) and the same up columns (W rows silu_cols + 32 y ..: warps 2, 3), v1's SiLU
+// epilogue on them (gemm.cu): the gate warps round their sums into shared memory, the up warps
+// write round(round(silu(g)) * u).
+template <typename T, int MT, int S, bool SILU>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_stream_kernel(GemmArgs a, int split, const __grid_constant__ CUtensorMap tmx,
                        const __grid_constant__ CUtensorMap tmw) {
-  constexpr int S = stages<MT>();
   extern __shared__ uint8_t stream_smem[];
-  pdl_begin();  // before any memory access or return (common.cuh)
   const uint32_t base = (smem_u32(stream_smem) + 1023u) & ~1023u;
   const uint32_t bars = base + uint32_t(S * stage_bytes<MT>());
   auto full = [&](int st) { return bars + uint32_t(8 * st); };
@@ -80,20 +78,21 @@ __global__ void __launch_bounds__(kThreads, 1)
     return base + uint32_t(st * stage_bytes<MT>() + kBoxes * kWBoxBytes + b * x_box_bytes<MT>());
   };
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0) {  // (shared memory only: before the PDL wait, overlapping the kernel before)
     for (int st = 0; st < S; ++st) {
       mbar_init_at(full(st), 1);
       mbar_init_at(empty(st), kConsumers);
     }
   }
   __syncthreads();  // the barriers exist before anyone waits on them
-  const int tiles = (a.N + kCols - 1) / kCols, items = tiles * split;
+  pdl_begin();  // before any global memory access or return (common.cuh); the setup above overlaps
+  const int tiles = SILU ? a.silu_cols / 32 : (a.N + kCols - 1) / kCols, items = tiles * split;
 
   if (warp == kConsumers) {  // the producer: one lane issues every copy
     if (lane != 0) return;
     int g = 0;  // stages issued by this CTA so far (the ring position and its use count)
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
-      const int n0 = (item % tiles) * kCols, s = item / tiles;
+      const int n0 = (item % tiles) * (SILU ? 32 : kCols), s = item / tiles;
       const int k_begin = s * a.kseg, k_end = min(a.K, k_begin + a.kseg);
       for (int kb = k_begin; kb < k_end; kb += kStageK, ++g) {
         const int st = g % S, use = g / S;
@@ -102,6 +101,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         mbar_arrive_expect_tx_at(full(st), uint32_t(boxes * (kWBoxBytes + x_box_bytes<MT>())));
         for (int b = 0; b < boxes; ++b) {
           tma_load_2d(w_box(st, b), &tmw, kb + b * kBoxK, n0, full(st));
+          if constexpr (SILU) tma_load_2d(w_box(st, b) + 32 * 128, &tmw, kb + b * kBoxK, a.silu_cols + n0, full(st));
           tma_load_2d(x_box(st, b), &tmx, kb + b * kBoxK, 0, full(st));
         }
       }
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int x_row = lane & 15, x_grp = lane >> 4;
   int g = 0;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const int n0 = (item % tiles) * kCols, s = item / tiles;
+    const int n0 = (item % tiles) * (SILU ? 32 : kCols), s = item / tiles;
     const int k_begin = s * a.kseg, k_end = min(a.K, k_begin + a.kseg);
     float acc[MT][2][4];
 #pragma unroll
@@ -151,37 +151,83 @@ __global__ void __launch_bounds__(kThreads, 1)
       __syncwarp();  // every lane's reads of the stage are done
       if (lane == 0) mbar_arrive_at(empty(st));
     }
-    store_tile<T, MT, 2>(a, acc, 0, n0 + warp * 16, s, gid, tig);
+    if constexpr (SILU) {
+      __shared__ float gate[MT * 16][33];  // rounded gate sums of the item's rows (+1: fewer bank conflicts)
+      if (warp < 2) {
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+#pragma unroll
+              for (int e = 0; e < 2; ++e)
+                gate[i * 16 + h * 8 + gid][warp * 16 + j * 8 + tig * 2 + e] = round_as<T>(acc[i][j][2 * h + e]);
+      }
+      consumers_sync();  // the up warps read the gate warps' values
+      if (warp >= 2) {
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = i * 16 + h * 8 + gid;
+            if (r >= a.M) continue;
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+              const int c = (warp & 1) * 16 + j * 8 + tig * 2;
+              const float o0 = fmul(round_as<T>(silu_f32(gate[r][c])), round_as<T>(acc[i][j][2 * h]));
+              const float o1 = fmul(round_as<T>(silu_f32(gate[r][c + 1])), round_as<T>(acc[i][j][2 * h + 1]));
+              *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(r) * a.ldy + n0 + c) = pack2<T>(o0, o1);
+            }
+          }
+      }
+      consumers_sync();  // read before the next item's gate values overwrite them
+    } else {
+      store_tile<T, MT, 2>(a, acc, 0, n0 + warp * 16, s, gid, tig);
+    }
   }
 }
 
-template <typename T, int MT>
+template <typename T, int MT, int S, bool SILU>
 void launch_mt(const GemmArgs& a, int split, cudaStream_t stream) {
-  auto* k = gemm_stream_kernel<T, MT>;
+  constexpr size_t smem = smem_bytes<MT, S>();
+  static_assert(smem <= 227 * 1024, "stream GEMM stages exceed shared memory");
+  auto* k = gemm_stream_kernel<T, MT, S, SILU>;
   static std::atomic<uint64_t> done{0};  // one attribute per instantiation
-  once_per_device(done, [&] {
-    VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes<MT>())));
-  });
+  once_per_device(done, [&] { VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem))); });
   const CUtensorMap mx = tensor_map<T>(a.x, a.K, a.M, a.ldx, MT * 16, true);
-  const CUtensorMap mw = tensor_map<T>(a.w, a.K, a.N, a.K, kCols, true);
-  const int items = ceil_div(a.N, kCols) * split;
-  pdl_launch(k, dim3(std::min(items, sm_count())), dim3(kThreads), smem_bytes<MT>(), stream, a, split, mx, mw);
+  const CUtensorMap mw = tensor_map<T>(a.w, a.K, a.N, a.K, SILU ? 32 : kCols, true);
+  const int items = (SILU ? a.silu_cols / 32 : ceil_div(a.N, kCols)) * split;
+  pdl_launch(k, dim3(std::min(items, sm_count())), dim3(kThreads), smem, stream, a, split, mx, mw);
   VB_CUDA_LAUNCHED();
+}
+// Stages as deep as ~200 KB of shared memory allow at 17-64 rows (one CTA per SM); at <= 16 rows
+// GemmTuning::stream_stages16 (3, 4 or 5: under PDL a shallower ring leaves room to be resident
+// beside the kernel before).
+template <typename T, bool SILU>
+void launch_for_rows(const GemmArgs& a, int split, int stages16, cudaStream_t stream) {
+  if (a.M <= 16) {
+    if (stages16 == 3) return launch_mt<T, 1, 3, SILU>(a, split, stream);
+    if (stages16 == 4) return launch_mt<T, 1, 4, SILU>(a, split, stream);
+    return launch_mt<T, 1, 5, SILU>(a, split, stream);
+  }
+  if (a.M <= 32) return launch_mt<T, 2, 4, SILU>(a, split, stream);
+  if constexpr (!SILU) launch_mt<T, 4, 3, false>(a, split, stream);
 }
 
 }  // namespace
 
 bool stream_fits(const GemmArgs& a, size_t esize) {
-  return a.M >= 1 && a.M <= kStreamMaxM && a.silu_cols == 0 && tma_fits(a, esize);
+  const bool silu_ok = a.silu_cols == 0 || (a.silu_cols % 32 == 0 && a.M <= 32 && a.kseg == a.K);
+  return a.M >= 1 && a.M <= kStreamMaxM && silu_ok && tma_fits(a, esize);
 }
 
 template <typename T>
-void launch_stream(const GemmArgs& a, int split, cudaStream_t stream) {
-  if (a.M <= 16) return launch_mt<T, 1>(a, split, stream);
-  if (a.M <= 32) return launch_mt<T, 2>(a, split, stream);
-  launch_mt<T, 4>(a, split, stream);
+void launch_stream(const GemmArgs& a, int split, int stages16, cudaStream_t stream) {
+  if (a.silu_cols > 0) return launch_for_rows<T, true>(a, 1, stages16, stream);
+  launch_for_rows<T, false>(a, split, stages16, stream);
 }
-template void launch_stream<__nv_bfloat16>(const GemmArgs&, int, cudaStream_t);
-template void launch_stream<__half>(const GemmArgs&, int, cudaStream_t);
+template void launch_stream<__nv_bfloat16>(const GemmArgs&, int, int, cudaStream_t);
+template void launch_stream<__half>(const GemmArgs&, int, int, cudaStream_t);
 
 }  // namespace verbatim::cuda::gemm_impl

@@ -7,11 +7,13 @@
 namespace verbatim::cuda::gemm_impl {
 
 constexpr int kStreamMaxM = 64;
-// Whether the kernel takes these arguments (a.M <= kStreamMaxM, tensor maps fit, no SiLU epilogue).
+// Whether the kernel takes these arguments (a.M <= kStreamMaxM and tensor maps fit; with the SiLU
+// epilogue, a.silu_cols > 0: up to 32 rows, unsplit, silu_cols % 32 == 0).
 bool stream_fits(const GemmArgs& a, size_t esize);
 // One pass of a.M rows: segment s of W's K (split segments) into a.partial, or the output when
-// split == 1; the launcher's grid is one CTA per SM looping over (64-column tile, segment) items.
+// split == 1 (with a.silu_cols: v1's SiLU epilogue into a.y); the grid is one CTA per SM looping
+// over (column tile, segment) items. stages16: ring depth at <= 16 rows (3, 4 or 5).
 template <typename T>
-void launch_stream(const GemmArgs& a, int split, cudaStream_t stream);
+void launch_stream(const GemmArgs& a, int split, int stages16, cudaStream_t stream);
 
 }  // namespace verbatim::cuda::gemm_impl

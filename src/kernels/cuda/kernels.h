@@ -148,6 +148,9 @@ struct GemmTuning {
   // prefetched into L2 before griddepcontrol.wait, so the weight stream starts while the kernel
   // before (a norm, SiLU, the merge) still runs.
   int v1_prefetch_bytes = 512;
+  // The stream kernel (gemm_stream.cu) at <= 16 rows: stages of 256 k in its TMA ring (3, 4 or 5;
+  // 40 KB each). VERBATIM_GEMM_STREAM_STAGES.
+  int stream_stages16 = 5;
 };
 GemmTuning gemm_tuning();
 void set_gemm_tuning(const GemmTuning& t);
