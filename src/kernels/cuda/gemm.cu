@@ -704,8 +704,8 @@ void launch_tiled(const GemmArgs& a, int split, cudaStream_t stream) {
   launch_tiled_for_m<T, true>(a, split, stream);
 }
 
-// The variant in use: VERBATIM_GEMM=v1|v2|tiled|auto in the environment at first use, else auto;
-// tests and benchmarks may switch it (set_gemm_kernel). All give the same bits.
+// The variant in use: VERBATIM_GEMM=v1|v2|tiled|stream|auto in the environment at first use, else
+// auto; tests and benchmarks may switch it (set_gemm_kernel). All give the same bits.
 std::atomic<int> g_kernel{-1};
 GemmKernel kernel_from_env() {
   const char* e = std::getenv("VERBATIM_GEMM");
@@ -716,8 +716,16 @@ GemmKernel kernel_from_env() {
   if (v == "stream") return GemmKernel::Stream;
   return GemmKernel::Auto;
 }
-// Auto: rows above tiled_min_m run the tiled kernel, the rest v1. Stream: as Auto past 64 rows.
+// Auto: rows above tiled_min_m run the tiled kernel, the rest the stream kernel where its tensor
+// maps fit, else v1. Stream: the same, and always the stream kernel up to 64 rows (where it fits).
+// (H200 session 21, s21_c, engine-bench ms/step at batch 1 / 8 / 32 / 64, v1 -> stream: 8B 4.99 /
+// 5.59 / 8.03 / 12.22 -> 4.78-4.81 / 5.46-5.48 / 7.43 / 9.86-9.89; 1.7B 1.79 / 2.34 / 3.61 / 5.46
+// -> 1.74 / 2.24 / 3.52 / 5.04; 0.6B 1.16 / 1.72 / 2.94 / 4.46 -> 1.17 / 1.69 / 2.90 / 4.34.)
 int tiled_min_rows() { return tuning().tiled_min_m; }
+bool uses_stream(const GemmArgs& a, size_t esize) {
+  const GemmKernel k = active_gemm_kernel();
+  return (k == GemmKernel::Stream || k == GemmKernel::Auto) && stream_fits(a, esize);
+}
 bool uses_tiled(int M) {
   const GemmKernel k = active_gemm_kernel();
   if (k == GemmKernel::Stream) return M > kStreamMaxM;
@@ -735,8 +743,7 @@ void launch_for_dtype(const GemmArgs& a, int split, DType t, cudaStream_t stream
 template <typename T>
 void launch_any(const GemmArgs& a, int split, cudaStream_t stream) {
   if (uses_tiled(a.M)) return launch_tiled<T>(a, split, stream);
-  if (active_gemm_kernel() == GemmKernel::Stream && stream_fits(a, sizeof(T)))
-    return launch_stream<T>(a, split, tuning().stream_stages16, stream);
+  if (uses_stream(a, sizeof(T))) return launch_stream<T>(a, split, tuning().stream_stages16, stream);
   if (active_gemm_kernel() == GemmKernel::V2 && a.M <= kV2MaxM) {
     gemm_prepare();
     return launch_v2_for_m<T>(a, split, stream);
@@ -824,8 +831,10 @@ std::string gemm_tile_name(int M) {
     const TiledShape t = tiled_shape(M);
     return "tiled-cpasync:m" + std::to_string(t.bm) + "n" + std::to_string(t.bn);
   }
-  if (active_gemm_kernel() == GemmKernel::Stream && M <= kStreamMaxM)  // (where the tensor maps fit)
-    return M <= 16 ? "stream-tma:m16n64s5" : M <= 32 ? "stream-tma:m32n64s4" : "stream-tma:m64n64s3";
+  const GemmKernel k = active_gemm_kernel();
+  if ((k == GemmKernel::Stream || k == GemmKernel::Auto) && M <= kStreamMaxM)  // (where the tensor maps fit)
+    return M <= 16 ? "stream-tma:m16n64s" + std::to_string(tuning().stream_stages16)
+                   : M <= 32 ? "stream-tma:m32n64s4" : "stream-tma:m64n64s3";
   if (active_gemm_kernel() == GemmKernel::V2 && M <= kV2MaxM) {
     if (M <= 16) return "v2-cpasync:m16n16s8";
     if (M <= 32) return "v2-cpasync:m32n16s6";
@@ -860,8 +869,7 @@ void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, v
   auto go = [&](auto tag) {
     using T = decltype(tag);
     if (M > 64) return launch_wgmma<T>(a, 1, false, tuning(), stream);
-    if (active_gemm_kernel() == GemmKernel::Stream && stream_fits(a, sizeof(T)))
-      return launch_stream<T>(a, 1, tuning().stream_stages16, stream);
+    if (uses_stream(a, sizeof(T))) return launch_stream<T>(a, 1, tuning().stream_stages16, stream);
     launch_up_to_32<T, true>(a, 1, stream);
   };
   if (t == DType::BF16) go(bf16{});

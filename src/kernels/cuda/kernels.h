@@ -86,7 +86,8 @@ std::string gemm_tile_name(int M);
 // pipeline), segments summed in the kernel when the tiles fill the GPU. Auto (the default): V1
 // up to 64 rows, Tiled above (VERBATIM_GEMM_TILED_MIN_M moves the edge). VERBATIM_GEMM=
 // v1|v2|tiled|auto in the environment at first use picks one.
-// Stream: up to 64 rows, W and x through a TMA ring (gemm_stream.cu; v1 where tensor maps do not fit).
+// Stream: up to 64 rows, W and x through a TMA ring (gemm_stream.cu; v1 where tensor maps do not
+// fit); Auto runs it there too (and the tiled kernels past tiled_min_m rows).
 enum class GemmKernel { V1 = 0, V2 = 1, Tiled = 2, Auto = 3, Stream = 4 };
 GemmKernel active_gemm_kernel();
 void set_gemm_kernel(GemmKernel k);
@@ -149,8 +150,10 @@ struct GemmTuning {
   // before (a norm, SiLU, the merge) still runs.
   int v1_prefetch_bytes = 512;
   // The stream kernel (gemm_stream.cu) at <= 16 rows: stages of 256 k in its TMA ring (3, 4 or 5;
-  // 40 KB each). VERBATIM_GEMM_STREAM_STAGES.
-  int stream_stages16 = 5;
+  // 40 KB each). VERBATIM_GEMM_STREAM_STAGES. 3 since session 21 (s21_c, H200, ms/step at batch 1,
+  // 5 / 4 / 3 stages: 8B 4.906-4.907 / 4.858-4.864 / 4.782-4.807, 0.6B 1.172-1.183 / 1.187-1.191 /
+  // 1.169-1.172; under PDL a shallower ring leaves room beside the kernel before).
+  int stream_stages16 = 3;
 };
 GemmTuning gemm_tuning();
 void set_gemm_tuning(const GemmTuning& t);
