@@ -219,34 +219,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
   if (kXS && !SILU && n_base >= a.N) return;  // (kXS: stayed for the barriers)
   if constexpr (SILU) {
     __shared__ float gate[MT * 16][33];  // rounded gate sums of the CTA's rows (+1: fewer bank conflicts)
-    if (warp < 2) {
-#pragma unroll
-      for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int j = 0; j < NT; ++j)
-#pragma unroll
-            for (int e = 0; e < 2; ++e)
-              gate[i * 16 + h * 8 + gid][warp * 16 + j * 8 + tig * 2 + e] = round_as<T>(acc[i][j][2 * h + e]);
-    }
+    if (warp < 2) silu_gate_to_smem<T, MT>(gate, acc, warp, gid, tig);
     __syncthreads();  // the up warps read the gate warps' values
-    if (warp < 2) return;
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = i * 16 + h * 8 + gid, m = m_base + r;
-        if (m >= a.M) continue;
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          const int c = (warp & 1) * 16 + j * 8 + tig * 2;
-          const float o0 = fmul(round_as<T>(silu_f32(gate[r][c])), round_as<T>(acc[i][j][2 * h]));
-          const float o1 = fmul(round_as<T>(silu_f32(gate[r][c + 1])), round_as<T>(acc[i][j][2 * h + 1]));
-          *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(m) * a.ldy + blockIdx.y * 32 + c) =
-              pack2<T>(o0, o1);
-        }
-      }
+    if (warp >= 2) silu_up_store<T, MT>(a, gate, acc, m_base, int(blockIdx.y) * 32, warp, gid, tig);
     return;
   }
   store_tile<T, MT, NT>(a, acc, m_base, n_base, s, gid, tig);

@@ -55,6 +55,44 @@ __device__ __forceinline__ void store_tile(const GemmArgs& a, const float (&acc)
     }
 }
 
+// The SiLU epilogue (gemm_silu_mul) of a CTA whose warps 0, 1 hold 16 gate columns each and warps
+// 2, 3 the same up columns (NT = 2 groups of 8; rows m_base + 0 .. MT * 16 - 1): silu_mul_from's
+// arithmetic on the values the GEMM would have stored. Step 1, the gate warps: their rounded sums
+// into gate. Step 2, the up warps, once the CTA's gate warps are past step 1: round(round(silu(g))
+// * round(u)) into y columns col0 .. col0 + 31 (rows past M skipped).
+template <typename T, int MT>
+__device__ __forceinline__ void silu_gate_to_smem(float (&gate)[MT * 16][33], const float (&acc)[MT][2][4], int warp,
+                                                  int gid, int tig) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          gate[i * 16 + h * 8 + gid][warp * 16 + j * 8 + tig * 2 + e] = round_as<T>(acc[i][j][2 * h + e]);
+}
+template <typename T, int MT>
+__device__ __forceinline__ void silu_up_store(const GemmArgs& a, const float (&gate)[MT * 16][33],
+                                              const float (&acc)[MT][2][4], int m_base, int col0, int warp, int gid,
+                                              int tig) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = i * 16 + h * 8 + gid, m = m_base + r;
+      if (m >= a.M) continue;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int c = (warp & 1) * 16 + j * 8 + tig * 2;
+        const float o0 = fmul(round_as<T>(silu_f32(gate[r][c])), round_as<T>(acc[i][j][2 * h]));
+        const float o1 = fmul(round_as<T>(silu_f32(gate[r][c + 1])), round_as<T>(acc[i][j][2 * h + 1]));
+        *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(m) * a.ldy + col0 + c) = pack2<T>(o0, o1);
+      }
+    }
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
