@@ -47,10 +47,12 @@ class PdlScope {
 // Default 4 rows, from the H200 A/B of s3 call 5 (bench/results/README.md): with PDL on the
 // attention kernels of larger steps, 8B decode took 6.26 / 13.31 / 18.24 ms at batch 8 / 32 / 64
 // against 6.06 / 9.08 / 15.20 without; at batch 1 PDL still saves 0.6B 4% (1.38 vs 1.45 ms).
-// 16 since session 21 (s21_d, with the stream decode GEMM; ms/step at batch 8 / 16, limit 4 ->
-// 16: 8B 5.421-5.448 / 6.097-6.099 -> 5.334-5.346 / 5.982-5.983, 0.6B 1.703-1.718 / 2.136-2.153 ->
-// 1.595-1.596 / 2.023). Scheduling only: the same bits either way.
-constexpr int kPdlMaxRowsDefault = 16;
+// 64 since session 21, with the stream decode GEMM (s21_d, ms/step at batch 8 / 16, limit 4 -> 16:
+// 8B 5.421-5.448 / 6.097-6.099 -> 5.334-5.346 / 5.982-5.983, 0.6B 1.703-1.718 / 2.136-2.153 ->
+// 1.595-1.596 / 2.023; s21_e / s21_f, 3 rounds at batch 32 / 64, 16 -> 64: 8B 7.460-7.469 /
+// 9.892-9.906 -> 7.330-7.340 / 9.833-9.845, 0.6B 2.901-2.923 / 4.342-4.367 -> 2.799-2.809 /
+// 4.255-4.272). Prefill-sized steps stay without. Scheduling only: the same bits either way.
+constexpr int kPdlMaxRowsDefault = 64;
 bool pdl_for_rows(int rows);
 bool pdl_for_attention();
 
