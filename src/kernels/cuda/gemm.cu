@@ -18,8 +18,10 @@
 // How many rows a warp holds (MT) and how many columns (NT) only decide which warp computes an
 // element; rows never interact inside an MMA (each output element reads only its own row of A),
 // so every M gives the same bits per row (tests/cuda_gemm_test proves it for M = 1..70 and more).
-// Variants below (v1, v2, tiled) and gemm_wgmma.cu (Hopper's warpgroup MMA, opt-in past 64 rows)
-// issue the same k16 steps on the same k sets in the same order; only who loads what differs.
+// Variants below (v1, v2, tiled), gemm_wgmma.cu (Hopper's warpgroup MMA, past 64 rows) and
+// gemm_stream.cu (W and x by TMA into a ring of stages, up to 64 rows: the default there since
+// session 21) issue the same k16 steps on the same k sets in the same order; only who loads what
+// differs.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
