@@ -48,6 +48,17 @@ TEST(WgmmaLayout, EveryPairSlotReadsItsNaturalElement) {
   EXPECT_GT(wrong, 0);
 }
 
+// The stream GEMM's group offsets are the pair layout's (rows of a 64-row W box and beyond).
+TEST(WgmmaLayout, PairGroupOffsetIsThePairLayout) {
+  for (int r = 0; r < 256; ++r)
+    for (int g = 0; g < 8; ++g) EXPECT_EQ(pair_group_offset(r, g), pair_element_offset(r, 8 * g)) << "row " << r << " group " << g;
+  // Control: the unswizzled offset differs from it somewhere.
+  int wrong = 0;
+  for (int r = 0; r < 64; ++r)
+    for (int g = 0; g < 8; ++g) wrong += pair_group_offset(r, g) != r * kPairRowBytes + 16 * g;
+  EXPECT_GT(wrong, 0);
+}
+
 TEST(WgmmaLayout, TheCopyFillsEachByteOnce) {
   for (int rows : {64, 128, 256}) {
     std::vector<int> owner(size_t(chunk_bytes(rows)), -1);

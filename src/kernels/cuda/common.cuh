@@ -116,8 +116,8 @@ inline int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 
 // Programmatic dependent launch (sm_90): a kernel started by pdl_launch may be scheduled while the
 // kernel before it in the stream finishes its last wave, so its launch cost hides behind that
-// tail. Every such kernel calls pdl_begin() as its first statement, in every CTA, before any
-// memory access or early return: griddepcontrol.wait returns only once the previous grid has
+// tail. Every such kernel calls pdl_begin() in every CTA before any global memory access or early
+// return (shared-memory setup may come first: the stream GEMM's barriers): griddepcontrol.wait returns only once the previous grid has
 // completed and its writes are visible, so the kernel sees exactly what a plain launch would
 // (scheduling only: no arithmetic or order changes). launch_dependents then lets the next
 // kernel's CTAs be scheduled once every CTA of this one has started. Both are no-ops without a

@@ -54,11 +54,6 @@ __device__ __forceinline__ uint4 steps_of_w(uint4 v, int tig) {
 // Load mode 4's layout of x in shared memory (gemm_v1_layout.h).
 using v1_layout::xs_unit_word;
 using v1_layout::xs_word_slot;
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint32_t* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(p)));
-}
 // A thread's words of one 32-k chunk (p: its row at chunk offset step_k(tig)): MMA 1's 4 k (x, y)
 // and MMA 2's (z, w), 16 elements further; a step past the segment end (k_end) reads nothing and
 // is 0.
@@ -203,8 +198,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_kernel(GemmArgs a) {
           // Matrices 0-3 of a step: rows 0-7 / 8-15 of tile i, the step's first / second 16 bytes.
           const int row = i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
           const uint32_t* r = xs[round & 1][u][row];
-          ldmatrix_x4(a1, r + xs_unit_word(row, lane >> 4));
-          ldmatrix_x4(a2, r + xs_unit_word(row, 2 + (lane >> 4)));
+          ldmatrix_x4_at(a1, smem_u32(r + xs_unit_word(row, lane >> 4)));
+          ldmatrix_x4_at(a2, smem_u32(r + xs_unit_word(row, 2 + (lane >> 4))));
         } else {
           a1[0] = av[u][i][0].x, a1[1] = av[u][i][1].x, a1[2] = av[u][i][0].y, a1[3] = av[u][i][1].y;
           a2[0] = av[u][i][0].z, a2[1] = av[u][i][1].z, a2[2] = av[u][i][0].w, a2[3] = av[u][i][1].w;

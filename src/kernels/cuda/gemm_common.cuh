@@ -96,6 +96,12 @@ __device__ __forceinline__ void silu_up_store(const GemmArgs& a, const float (&g
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
+// Four 8x8 matrices of 16-bit elements from shared memory at addr (this lane's row address).
+__device__ __forceinline__ void ldmatrix_x4_at(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
 // Weights stream past L1 (.cg); activations, shared by every warp, may stay in L1 (.ca).
 // src_bytes == 0 fills the 16 bytes with zeros and reads nothing.
 __device__ __forceinline__ void cp_async_cg(uint32_t dst, const void* src, int src_bytes) {

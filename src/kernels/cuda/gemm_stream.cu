@@ -24,6 +24,7 @@
 #include <atomic>
 
 #include "kernels/cuda/gemm_tma.cuh"
+#include "kernels/cuda/gemm_wgmma_layout.h"
 
 namespace verbatim::cuda::gemm_impl {
 namespace {
@@ -51,13 +52,16 @@ constexpr size_t smem_bytes() {
 }
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers * 32) : "memory"); }
 
-// Byte offset of 16-byte group g (k 8g .. 8g + 7) of row r in a box of 128-byte rows, as TMA's
-// 128-byte swizzle lays it (gemm_wgmma_layout.h, swizzle128).
-__device__ __forceinline__ uint32_t swizzled(int r, int g) { return uint32_t(r * 128 + ((g ^ (r & 7)) << 4)); }
-__device__ __forceinline__ void ldmatrix_x4_at(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
+// Byte offset of 16-byte group g (k 8g .. 8g + 7) of row r in a box of 64 k x rows, as TMA's
+// 128-byte swizzle lays it (checked on the CPU against the pair layout: tests/wgmma_layout_test.cpp).
+__device__ __forceinline__ uint32_t swizzled(int r, int g) { return uint32_t(wgmma_layout::pair_group_offset(r, g)); }
+// Item i: columns n0 .. (a tile of 64, or 32 gate + 32 up columns with SILU) of K segment s.
+struct Item {
+  int n0, s, k_begin, k_end;
+};
+__device__ __forceinline__ Item item_at(const GemmArgs& a, int item, int tiles, int cols) {
+  const int s = item / tiles, k_begin = s * a.kseg;
+  return {(item % tiles) * cols, s, k_begin, min(a.K, k_begin + a.kseg)};
 }
 
 // SILU (gemm_silu_mul, split 1): an item is gate columns 32 y .. 32 y + 31 (W rows 0-31 of the
@@ -86,14 +90,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();  // the barriers exist before anyone waits on them
   pdl_begin();  // before any global memory access or return (common.cuh); the setup above overlaps
+  constexpr int cols = SILU ? 32 : kCols;  // W rows of the tensor map's box an item starts at
   const int tiles = SILU ? a.silu_cols / 32 : (a.N + kCols - 1) / kCols, items = tiles * split;
 
   if (warp == kConsumers) {  // the producer: one lane issues every copy
     if (lane != 0) return;
     int g = 0;  // stages issued by this CTA so far (the ring position and its use count)
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
-      const int n0 = (item % tiles) * (SILU ? 32 : kCols), s = item / tiles;
-      const int k_begin = s * a.kseg, k_end = min(a.K, k_begin + a.kseg);
+      const auto [n0, s, k_begin, k_end] = item_at(a, item, tiles, cols);
       for (int kb = k_begin; kb < k_end; kb += kStageK, ++g) {
         const int st = g % S, use = g / S;
         if (use > 0) mbar_wait_at(empty(st), uint32_t((use - 1) & 1));  // its last readers are done
@@ -118,8 +122,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int x_row = lane & 15, x_grp = lane >> 4;
   int g = 0;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const int n0 = (item % tiles) * (SILU ? 32 : kCols), s = item / tiles;
-    const int k_begin = s * a.kseg, k_end = min(a.K, k_begin + a.kseg);
+    const auto [n0, s, k_begin, k_end] = item_at(a, item, tiles, cols);
     float acc[MT][2][4];
 #pragma unroll
     for (int i = 0; i < MT; ++i)

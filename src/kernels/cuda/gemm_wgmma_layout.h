@@ -42,6 +42,10 @@ VB_HOST_DEVICE constexpr int pair_bytes(int rows) { return rows * kPairRowBytes;
 VB_HOST_DEVICE constexpr int swizzle128(int off) { return off ^ (((off >> 7) & 7) << 4); }
 // Byte offset of element k (0..63) of row r in a pair.
 VB_HOST_DEVICE constexpr int pair_element_offset(int r, int k) { return swizzle128(r * kPairRowBytes + k * 2); }
+// The same offset for 16-byte group g (elements 8g .. 8g + 7, g < 8) of row r, as the stream GEMM
+// (gemm_stream.cu) addresses its ldmatrix rows: pair_element_offset(r, 8 g) with the XOR on g
+// alone (the row's group bits are g; this form is what s21's calls measured).
+VB_HOST_DEVICE constexpr int pair_group_offset(int r, int g) { return r * kPairRowBytes + ((g ^ (r & 7)) << 4); }
 // Byte offset wgmma reads for row r, k slot j of step s (0..3) of a pair.
 VB_HOST_DEVICE constexpr int pair_slot_read(int r, int s, int j) {
   return swizzle128(step_start(s) + (r >> 3) * kPairSbo + (r & 7) * kPairRowBytes + j * 2);

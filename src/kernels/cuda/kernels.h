@@ -88,11 +88,10 @@ std::string gemm_tile_name(int M);
 // only in speed. V1: fragments loaded straight into registers, U chunks per load round. V2
 // (M <= 64; larger M runs V1): a per-thread cp.async pipeline of S chunks through shared memory.
 // Tiled: CTA tiles of x and W staged in shared memory and shared by the CTA's warps (cp.async
-// pipeline), segments summed in the kernel when the tiles fill the GPU. Auto (the default): V1
-// up to 64 rows, Tiled above (VERBATIM_GEMM_TILED_MIN_M moves the edge). VERBATIM_GEMM=
-// v1|v2|tiled|auto in the environment at first use picks one.
-// Stream: up to 64 rows, W and x through a TMA ring (gemm_stream.cu; v1 where tensor maps do not
-// fit); Auto runs it there too (and the tiled kernels past tiled_min_m rows).
+// pipeline), segments summed in the kernel when the tiles fill the GPU. Stream: up to 64 rows, W
+// and x through a TMA ring (gemm_stream.cu; V1 where tensor maps do not fit). Auto (the default):
+// Stream up to 64 rows, Tiled above (VERBATIM_GEMM_TILED_MIN_M moves the edge). VERBATIM_GEMM=
+// v1|v2|tiled|stream|auto in the environment at first use picks one.
 enum class GemmKernel { V1 = 0, V2 = 1, Tiled = 2, Auto = 3, Stream = 4 };
 GemmKernel active_gemm_kernel();
 void set_gemm_kernel(GemmKernel k);
