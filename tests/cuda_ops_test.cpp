@@ -237,8 +237,11 @@ cuda::GemmTuning unrolled32(cuda::GemmTuning t, int u) {
   return t;
 }
 // The stream kernel with s stages at <= 16 rows (GemmTuning::stream_stages16).
-cuda::GemmTuning stream_stages(cuda::GemmTuning t, int s) {
+// preload / l2: GemmTuning::stream_preload / stream_preload_l2 (W issued before the PDL wait).
+cuda::GemmTuning stream_stages(cuda::GemmTuning t, int s, int preload = 0, int l2 = 0) {
   t.stream_stages16 = s;
+  t.stream_preload = preload;
+  t.stream_preload_l2 = l2;
   return t;
 }
 struct ScopedGemmTuning {
@@ -293,6 +296,9 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
       {cuda::GemmKernel::Stream, tuned(-1, false, 0), "stream (TMA ring) at <= 64 rows"},
       {cuda::GemmKernel::Stream, stream_stages(tuned(-1, false, 0), 3), "stream, 3 stages at <= 16 rows"},
       {cuda::GemmKernel::Stream, stream_stages(tuned(-1, false, 0), 4), "stream, 4 stages at <= 16 rows"},
+      {cuda::GemmKernel::Stream, stream_stages(tuned(-1, false, 0), 3, 2), "stream, W's first stages before the PDL wait"},
+      {cuda::GemmKernel::Stream, stream_stages(tuned(-1, false, 0), 5, 2, 8),
+       "stream, 5 stages at <= 16 rows, W's first stages (and 8 more into L2) before the PDL wait"},
       {cuda::GemmKernel::Auto, tuned(-1, false, 0), "auto, segments added in the kernel by size"},
       {cuda::GemmKernel::Auto, cuda::GemmTuning{}, "auto, default knobs"}};
   int compared = 0;
@@ -633,8 +639,11 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
     }
   // The stream kernel's epilogue (VERBATIM_GEMM=stream, <= 32 rows) against v1's gemm() then
   // silu_mul(), at each ring depth of <= 16 rows.
+  // (preload 2: W's first stages issued before the wait, the code path PDL steps take; the op
+  // tests' legacy stream has no PDL dependency, so the wait returns at once.)
   for (int stages : {3, 4, 5})
-    for (int M : {1, 5, 16, 17, 32}) {
+    for (int M : {1, 5, 16, 17, 32})
+      for (int preload : {0, 2}) {
       if (stages != 5 && M > 16) continue;
       cuda::GemmOut gso;
       gso.y = gs.p;
@@ -648,11 +657,13 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
         const ScopedGemmKernel use(cuda::GemmKernel::Stream);
         cuda::GemmTuning tun = cuda::gemm_tuning();
         tun.stream_stages16 = stages;
+        tun.stream_preload = preload;
         const ScopedGemmTuning scoped(tun);
         cuda::gemm_silu_mul(dxs.p, M, H, dwgu.p, I, t(), ms2.p, nullptr);
       }
       const auto want = to_host<uint16_t>(ms1, size_t(M) * I), got = to_host<uint16_t>(ms2, size_t(Mmax) * I);
-      EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << "stream, M " << M << ", stages " << stages;
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin()))
+          << "stream, M " << M << ", stages " << stages << ", preload " << preload;
       EXPECT_TRUE(std::all_of(got.begin() + long(size_t(M) * I), got.end(), [](uint16_t v) { return v == 0xffff; }))
           << "stream, M " << M;
     }

@@ -5,7 +5,8 @@
 // copies (> 256 MB) that L2 holds none of them, as in a decode step that reads every layer once.
 // Each contract kernel's whole product is also compared with v1's, byte for byte, on the same
 // operands (column "bits"; JSON elements_differing_from_v1): the model's own shapes, not only
-// the test's.
+// the test's. Row gate_up_silu is gate_up through gemm_silu_mul (the SiLU epilogue, at the rows
+// where the backend uses it; cuBLAS there is the plain GEMM); the per-step sums leave it out.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -43,13 +44,14 @@ struct GemmBenchArgs {
 struct Shape {
   std::string name;
   int N, K;
+  bool silu = false;  // gate_up through gemm_silu_mul (its SiLU epilogue): out[M, N / 2]
 };
 
 std::vector<Shape> linear_shapes(const ModelConfig& c) {
   const int H = int(c.hidden_size), I = int(c.intermediate_size), hd = int(c.head_dim);
   const int nh = int(c.num_heads), nkv = int(c.num_kv_heads);
   return {{"qkv", (nh + 2 * nkv) * hd, H}, {"o", H, nh * hd}, {"gate_up", 2 * I, H}, {"down", H, I},
-          {"lm_head", int(c.vocab_size), H}};
+          {"lm_head", int(c.vocab_size), H}, {"gate_up_silu", 2 * I, H, true}};
 }
 
 // "kernel[:knob]": v1 | v2 | tiled | auto, and one GemmTuning knob (kernels.h): combine,
@@ -188,6 +190,7 @@ int run_gemm_bench(const GemmBenchArgs& a) {
         cuda::set_gemm_kernel(kernel_named(k, &tune));
         cuda::set_gemm_tuning(tune);  // before gemm_sums_in_kernel, which reads it
         cuda::GemmOut out;
+        if (s.silu) return cuda::gemm_silu_mul(x, M, s.K, wi, s.N / 2, DType::BF16, y, stream);
         if (logits) out.y32 = static_cast<float*>(y);
         else out.y = y;
         out.partials_only = as_layer && !logits && split > 1 && !cuda::gemm_sums_in_kernel(M, s.N, split);
@@ -197,12 +200,13 @@ int run_gemm_bench(const GemmBenchArgs& a) {
       // these shapes too.
       auto product = [&](const std::string& k, int M) {
         contract_gemm(k, M, w[0], false);
-        std::vector<uint8_t> bytes(size_t(M) * s.N * (logits ? 4 : 2));
+        std::vector<uint8_t> bytes(size_t(M) * (s.silu ? s.N / 2 : s.N) * (logits ? 4 : 2));
         VB_CUDA(cudaStreamSynchronize(stream));
         VB_CUDA(cudaMemcpy(bytes.data(), y, bytes.size(), cudaMemcpyDeviceToHost));
         return bytes;
       };
       for (int M : a.ms) {
+        if (s.silu && !cuda::gemm_silu_mul_ok(M, s.K, s.N / 2, 1)) continue;  // the backend's separate silu_mul
         const std::vector<uint8_t> v1 = product("v1", M);
         for (const std::string& k : a.kernels) {
           auto enqueue = [&](int i) {
@@ -252,7 +256,7 @@ int run_gemm_bench(const GemmBenchArgs& a) {
       for (const std::string& k : a.kernels) {
         double us = 0, bytes = 0;
         for (const auto& r : rows)
-          if (r["arch"] == arch && r["M"] == M && r["kernel"] == k) {
+          if (r["arch"] == arch && r["M"] == M && r["kernel"] == k && r["layer"] != "gate_up_silu") {
             us += r["us_per_launch"].get<double>();
             bytes += double(r["N"].get<int>()) * r["K"].get<int>() * 2;
           }

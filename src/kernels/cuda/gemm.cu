@@ -547,6 +547,8 @@ GemmTuning tuning_from_env() {
   t.v1_unroll32 = u32 == 6 || u32 == 8 ? u32 : 4;
   t.v1_prefetch_bytes = std::max(0, env_int("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
   t.stream_stages16 = std::clamp(env_int("VERBATIM_GEMM_STREAM_STAGES", t.stream_stages16), 3, 5);
+  t.stream_preload = std::clamp(env_int("VERBATIM_GEMM_STREAM_PRELOAD", t.stream_preload), 0, 2);
+  t.stream_preload_l2 = std::clamp(env_int("VERBATIM_GEMM_STREAM_PRELOAD_L2", t.stream_preload_l2), 0, 64);
   return t;
 }
 GemmTuning tuning() {
@@ -556,6 +558,14 @@ GemmTuning tuning() {
     g_tuning_set = true;
   }
   return g_tuning;
+}
+// The stream kernel's knobs for this launch: the preload only under PDL (nothing to overlap
+// without), and at stream_preload 1 only for weights of <= 16 MiB (as prefetch_for).
+StreamTuning stream_tuning(const GemmArgs& a) {
+  const GemmTuning t = tuning();
+  const bool small = int64_t(a.N) * a.K * 2 <= (int64_t(16) << 20);
+  const bool pre = pdl_enabled() && (t.stream_preload == 2 || (t.stream_preload == 1 && small));
+  return {t.stream_stages16, pre ? 1 : 0, pre ? t.stream_preload_l2 : 0};
 }
 
 // Up to 32 rows, with or without the SiLU epilogue (gemm_silu_mul): one 16-row tile per warp with
@@ -715,7 +725,7 @@ void launch_for_dtype(const GemmArgs& a, int split, DType t, cudaStream_t stream
 template <typename T>
 void launch_any(const GemmArgs& a, int split, cudaStream_t stream) {
   if (uses_tiled(a.M)) return launch_tiled<T>(a, split, stream);
-  if (uses_stream(a, sizeof(T))) return launch_stream<T>(a, split, tuning().stream_stages16, stream);
+  if (uses_stream(a, sizeof(T))) return launch_stream<T>(a, split, stream_tuning(a), stream);
   if (active_gemm_kernel() == GemmKernel::V2 && a.M <= kV2MaxM) {
     gemm_prepare();
     return launch_v2_for_m<T>(a, split, stream);
@@ -841,7 +851,7 @@ void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, v
   auto go = [&](auto tag) {
     using T = decltype(tag);
     if (M > 64) return launch_wgmma<T>(a, 1, false, tuning(), stream);
-    if (uses_stream(a, sizeof(T))) return launch_stream<T>(a, 1, tuning().stream_stages16, stream);
+    if (uses_stream(a, sizeof(T))) return launch_stream<T>(a, 1, stream_tuning(a), stream);
     launch_up_to_32<T, true>(a, 1, stream);
   };
   if (t == DType::BF16) go(bf16{});

@@ -70,7 +70,7 @@ __device__ __forceinline__ Item item_at(const GemmArgs& a, int item, int tiles, 
 // write round(round(silu(g)) * u).
 template <typename T, int MT, int S, bool SILU>
 __global__ void __launch_bounds__(kThreads, 1)
-    gemm_stream_kernel(GemmArgs a, int split, const __grid_constant__ CUtensorMap tmx,
+    gemm_stream_kernel(GemmArgs a, int split, int preload, int l2_stages, const __grid_constant__ CUtensorMap tmx,
                        const __grid_constant__ CUtensorMap tmw) {
   extern __shared__ uint8_t stream_smem[];
   const uint32_t base = (smem_u32(stream_smem) + 1023u) & ~1023u;
@@ -89,9 +89,47 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
   __syncthreads();  // the barriers exist before anyone waits on them
-  pdl_begin();  // before any global memory access or return (common.cuh); the setup above overlaps
   constexpr int cols = SILU ? 32 : kCols;  // W rows of the tensor map's box an item starts at
   const int tiles = SILU ? a.silu_cols / 32 : (a.N + kCols - 1) / kCols, items = tiles * split;
+  const bool producer = warp == kConsumers && lane == 0;
+  // The producer's copies of stage g (k from kb of an item's columns n0 to k_end): W's boxes
+  // and / or x's. expect: the stage's arrival with the byte count of both (issued with W's).
+  auto issue = [&](int g, int kb, int n0, int k_end, bool w, bool x) {
+    const int st = g % S;
+    const int boxes = min(kBoxes, (k_end - kb + kBoxK - 1) / kBoxK);  // none wholly past the segment
+    if (w) mbar_arrive_expect_tx_at(full(st), uint32_t(boxes * (kWBoxBytes + x_box_bytes<MT>())));
+    for (int b = 0; b < boxes; ++b) {
+      if (w) {
+        tma_load_2d(w_box(st, b), &tmw, kb + b * kBoxK, n0, full(st));
+        if constexpr (SILU) tma_load_2d(w_box(st, b) + 32 * 128, &tmw, kb + b * kBoxK, a.silu_cols + n0, full(st));
+      }
+      if (x) tma_load_2d(x_box(st, b), &tmx, kb + b * kBoxK, 0, full(st));
+    }
+  };
+  // GemmTuning::stream_preload: W's boxes of the ring's first stages before the PDL wait, so a CTA
+  // resident while the kernel before runs starts with them in flight. W is written at load only
+  // (read_step_inputs_before_pdl, common.cuh); x, written by the kernel before, comes after the
+  // wait. Scheduling only: the same words land in the same slots for the same MMAs.
+  // l2_stages: W's boxes of that many stages past the ring's into L2 as well.
+  int pre = 0;  // stages whose W was issued before the wait (the producer lane's count)
+  if (producer && preload > 0) {
+    int g = 0;
+    for (int item = blockIdx.x; item < items && g < S + l2_stages; item += gridDim.x) {
+      const auto [n0, s, k_begin, k_end] = item_at(a, item, tiles, cols);
+      for (int kb = k_begin; kb < k_end && g < S + l2_stages; kb += kStageK, ++g) {
+        if (g < S) {
+          issue(g, kb, n0, k_end, true, false);
+          pre = g + 1;
+          continue;
+        }
+        for (int b = 0; b < kBoxes && kb + b * kBoxK < k_end; ++b) {
+          tma_prefetch_2d(&tmw, kb + b * kBoxK, n0);
+          if constexpr (SILU) tma_prefetch_2d(&tmw, kb + b * kBoxK, a.silu_cols + n0);
+        }
+      }
+    }
+  }
+  pdl_begin();  // before any other global memory access or return (common.cuh); the setup above overlaps
 
   if (warp == kConsumers) {  // the producer: one lane issues every copy
     if (lane != 0) return;
@@ -101,13 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int kb = k_begin; kb < k_end; kb += kStageK, ++g) {
         const int st = g % S, use = g / S;
         if (use > 0) mbar_wait_at(empty(st), uint32_t((use - 1) & 1));  // its last readers are done
-        const int boxes = min(kBoxes, (k_end - kb + kBoxK - 1) / kBoxK);  // none wholly past the segment
-        mbar_arrive_expect_tx_at(full(st), uint32_t(boxes * (kWBoxBytes + x_box_bytes<MT>())));
-        for (int b = 0; b < boxes; ++b) {
-          tma_load_2d(w_box(st, b), &tmw, kb + b * kBoxK, n0, full(st));
-          if constexpr (SILU) tma_load_2d(w_box(st, b) + 32 * 128, &tmw, kb + b * kBoxK, a.silu_cols + n0, full(st));
-          tma_load_2d(x_box(st, b), &tmx, kb + b * kBoxK, 0, full(st));
-        }
+        issue(g, kb, n0, k_end, g >= pre, true);
       }
     }
     return;
@@ -167,7 +199,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 template <typename T, int MT, int S, bool SILU>
-void launch_mt(const GemmArgs& a, int split, cudaStream_t stream) {
+void launch_mt(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t stream) {
   constexpr size_t smem = smem_bytes<MT, S>();
   static_assert(smem <= 227 * 1024, "stream GEMM stages exceed shared memory");
   auto* k = gemm_stream_kernel<T, MT, S, SILU>;
@@ -176,21 +208,21 @@ void launch_mt(const GemmArgs& a, int split, cudaStream_t stream) {
   const CUtensorMap mx = tensor_map<T>(a.x, a.K, a.M, a.ldx, MT * 16, true);
   const CUtensorMap mw = tensor_map<T>(a.w, a.K, a.N, a.K, SILU ? 32 : kCols, true);
   const int items = (SILU ? a.silu_cols / 32 : ceil_div(a.N, kCols)) * split;
-  pdl_launch(k, dim3(std::min(items, sm_count())), dim3(kThreads), smem, stream, a, split, mx, mw);
+  pdl_launch(k, dim3(std::min(items, sm_count())), dim3(kThreads), smem, stream, a, split, t.preload, t.l2_stages, mx, mw);
   VB_CUDA_LAUNCHED();
 }
 // Stages as deep as ~200 KB of shared memory allow at 17-64 rows (one CTA per SM); at <= 16 rows
 // GemmTuning::stream_stages16 (3, 4 or 5: under PDL a shallower ring leaves room to be resident
 // beside the kernel before).
 template <typename T, bool SILU>
-void launch_for_rows(const GemmArgs& a, int split, int stages16, cudaStream_t stream) {
+void launch_for_rows(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t stream) {
   if (a.M <= 16) {
-    if (stages16 == 3) return launch_mt<T, 1, 3, SILU>(a, split, stream);
-    if (stages16 == 4) return launch_mt<T, 1, 4, SILU>(a, split, stream);
-    return launch_mt<T, 1, 5, SILU>(a, split, stream);
+    if (t.stages16 == 3) return launch_mt<T, 1, 3, SILU>(a, split, t, stream);
+    if (t.stages16 == 4) return launch_mt<T, 1, 4, SILU>(a, split, t, stream);
+    return launch_mt<T, 1, 5, SILU>(a, split, t, stream);
   }
-  if (a.M <= 32) return launch_mt<T, 2, 4, SILU>(a, split, stream);
-  if constexpr (!SILU) launch_mt<T, 4, 3, false>(a, split, stream);
+  if (a.M <= 32) return launch_mt<T, 2, 4, SILU>(a, split, t, stream);
+  if constexpr (!SILU) launch_mt<T, 4, 3, false>(a, split, t, stream);
 }
 
 }  // namespace
@@ -201,11 +233,11 @@ bool stream_fits(const GemmArgs& a, size_t esize) {
 }
 
 template <typename T>
-void launch_stream(const GemmArgs& a, int split, int stages16, cudaStream_t stream) {
-  if (a.silu_cols > 0) return launch_for_rows<T, true>(a, 1, stages16, stream);
-  launch_for_rows<T, false>(a, split, stages16, stream);
+void launch_stream(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t stream) {
+  if (a.silu_cols > 0) return launch_for_rows<T, true>(a, 1, t, stream);
+  launch_for_rows<T, false>(a, split, t, stream);
 }
-template void launch_stream<__nv_bfloat16>(const GemmArgs&, int, int, cudaStream_t);
-template void launch_stream<__half>(const GemmArgs&, int, int, cudaStream_t);
+template void launch_stream<__nv_bfloat16>(const GemmArgs&, int, const StreamTuning&, cudaStream_t);
+template void launch_stream<__half>(const GemmArgs&, int, const StreamTuning&, cudaStream_t);
 
 }  // namespace verbatim::cuda::gemm_impl

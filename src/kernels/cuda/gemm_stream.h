@@ -10,10 +10,18 @@ constexpr int kStreamMaxM = 64;
 // Whether the kernel takes these arguments (a.M <= kStreamMaxM and tensor maps fit; with the SiLU
 // epilogue, a.silu_cols > 0: up to 32 rows, unsplit, silu_cols % 32 == 0).
 bool stream_fits(const GemmArgs& a, size_t esize);
+// stages16: ring depth at <= 16 rows (3, 4 or 5); preload: 1 issues W's copies of the ring's
+// first stages before the PDL wait (GemmTuning::stream_preload), and with it l2_stages more
+// stages of W into L2 (GemmTuning::stream_preload_l2).
+struct StreamTuning {
+  int stages16 = 3;
+  int preload = 0;
+  int l2_stages = 0;
+};
 // One pass of a.M rows: segment s of W's K (split segments) into a.partial, or the output when
 // split == 1 (with a.silu_cols: v1's SiLU epilogue into a.y); the grid is one CTA per SM looping
-// over (column tile, segment) items. stages16: ring depth at <= 16 rows (3, 4 or 5).
+// over (column tile, segment) items.
 template <typename T>
-void launch_stream(const GemmArgs& a, int split, int stages16, cudaStream_t stream);
+void launch_stream(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t stream);
 
 }  // namespace verbatim::cuda::gemm_impl

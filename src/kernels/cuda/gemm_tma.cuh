@@ -33,4 +33,11 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
+// Box (k0 .., rows row0 ..) of the tensor map into L2 only (no shared memory, no completion).
+__device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap* map, int k0, int row0) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+               "r"(k0), "r"(row0)
+               : "memory");
+}
+
 }  // namespace verbatim::cuda::gemm_impl

@@ -158,6 +158,13 @@ struct GemmTuning {
   // 5 / 4 / 3 stages: 8B 4.906-4.907 / 4.858-4.864 / 4.782-4.807, 0.6B 1.172-1.183 / 1.187-1.191 /
   // 1.169-1.172; under PDL a shallower ring leaves room beside the kernel before).
   int stream_stages16 = 3;
+  // The stream kernel under PDL: W's copies of its ring's first stages issued before the PDL wait
+  // (W is written at load only), so a GEMM resident beside the kernel before has them in flight
+  // when the wait returns. 0 never, 1 for weights of <= 16 MiB, 2 always. VERBATIM_GEMM_STREAM_PRELOAD.
+  int stream_preload = 0;
+  // With the preload: W's boxes of this many stages past the ring's prefetched into L2 before the
+  // wait as well (VERBATIM_GEMM_STREAM_PRELOAD_L2; 256 k x 64 rows = 32 KB a stage and CTA).
+  int stream_preload_l2 = 0;
 };
 GemmTuning gemm_tuning();
 void set_gemm_tuning(const GemmTuning& t);
