@@ -93,6 +93,24 @@ __device__ __forceinline__ void silu_up_store(const GemmArgs& a, const float (&g
     }
 }
 
+// The SiLU epilogue of a warp holding gate sums in its first group of 8 columns and the up sums
+// of the same columns in its second (the stream kernel): silu_up_store's arithmetic per lane,
+// into y columns col0 .. col0 + 7 of rows 0 .. MT * 16 - 1 (rows past M skipped).
+template <typename T, int MT>
+__device__ __forceinline__ void silu_pairs_store(const GemmArgs& a, const float (&acc)[MT][2][4], int col0, int gid,
+                                                 int tig) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = i * 16 + h * 8 + gid;
+      if (m >= a.M) continue;
+      const float o0 = fmul(round_as<T>(silu_f32(round_as<T>(acc[i][0][2 * h]))), round_as<T>(acc[i][1][2 * h]));
+      const float o1 = fmul(round_as<T>(silu_f32(round_as<T>(acc[i][0][2 * h + 1]))), round_as<T>(acc[i][1][2 * h + 1]));
+      *reinterpret_cast<uint32_t*>(static_cast<T*>(a.y) + int64_t(m) * a.ldy + col0 + tig * 2) = pack2<T>(o0, o1);
+    }
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

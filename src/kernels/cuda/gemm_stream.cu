@@ -50,7 +50,6 @@ template <int MT, int S>
 constexpr size_t smem_bytes() {
   return 1024 + size_t(S) * stage_bytes<MT>() + 2 * S * sizeof(uint64_t);
 }
-__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers * 32) : "memory"); }
 
 // Byte offset of 16-byte group g (k 8g .. 8g + 7) of row r in a box of 64 k x rows, as TMA's
 // 128-byte swizzle lays it (checked on the CPU against the pair layout: tests/wgmma_layout_test.cpp).
@@ -65,9 +64,11 @@ __device__ __forceinline__ Item item_at(const GemmArgs& a, int item, int tiles, 
 }
 
 // SILU (gemm_silu_mul, split 1): an item is gate columns 32 y .. 32 y + 31 (W rows 0-31 of the
-// stage: warps 0, 1) and the same up columns (W rows silu_cols + 32 y ..: warps 2, 3), v1's SiLU
-// epilogue on them (gemm.cu): the gate warps round their sums into shared memory, the up warps
-// write round(round(silu(g)) * u).
+// stage) and the same up columns (W rows silu_cols + 32 y ..: stage rows 32-63). Warp w takes gate
+// columns 8 w .. 8 w + 7 as its first group of 8 and the same up columns as its second, so each
+// lane holds both sums of its outputs and writes round(round(silu(round(g))) * round(u)) (v1's
+// SiLU epilogue arithmetic) with no exchange through shared memory and no barrier. Which warp and
+// MMA column computes a sum does not change it: each column's k steps are the same.
 template <typename T, int MT, int S, bool SILU>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_stream_kernel(GemmArgs a, int split, int preload, int l2_stages, const __grid_constant__ CUtensorMap tmx,
@@ -150,7 +151,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // ldmatrix rows: W's matrices are (columns 0-7, k 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15)
   // of the warp's 16, i.e. b0 / b1 of column group 0 then of group 1; x's are (rows 0-7, k 0-7),
   // (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) of a 16-row tile: a0 .. a3 (PTX m16n8k16 fragments).
-  const int w_row = warp * 16 + (lane >> 4) * 8 + (lane & 7), w_grp = (lane >> 3) & 1;
+  // SILU: group 0 is the warp's 8 gate columns (W rows 8 w ..), group 1 the same 8 up columns
+  // (W rows 32 + 8 w ..), so each lane holds g and u of the same outputs (silu_pairs_store).
+  const int w_row = SILU ? (lane >> 4) * 32 + warp * 8 + (lane & 7) : warp * 16 + (lane >> 4) * 8 + (lane & 7);
+  const int w_grp = (lane >> 3) & 1;
   const int x_row = lane & 15, x_grp = lane >> 4;
   int g = 0;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
@@ -187,11 +191,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (lane == 0) mbar_arrive_at(empty(st));
     }
     if constexpr (SILU) {
-      __shared__ float gate[MT * 16][33];  // rounded gate sums of the item's rows (+1: fewer bank conflicts)
-      if (warp < 2) silu_gate_to_smem<T, MT>(gate, acc, warp, gid, tig);
-      consumers_sync();  // the up warps read the gate warps' values
-      if (warp >= 2) silu_up_store<T, MT>(a, gate, acc, 0, n0, warp, gid, tig);
-      consumers_sync();  // read before the next item's gate values overwrite them
+      silu_pairs_store<T, MT>(a, acc, n0 + warp * 8, gid, tig);
     } else {
       store_tile<T, MT, 2>(a, acc, 0, n0 + warp * 16, s, gid, tig);
     }
