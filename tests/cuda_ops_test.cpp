@@ -672,6 +672,102 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
   EXPECT_NE(to_host<uint16_t>(ms1, size_t(I)), to_host<uint16_t>(ms2, size_t(I)));
 }
 
+// add_rmsnorm_from in the stream GEMM's prologue (gemm_norm_for_consumer / gemm_norm_silu_mul):
+// h_out and the GEMM's output (its partials when split, else y; SiLU-mul's out) are byte for byte
+// add_rmsnorm_from then gemm_for_consumer / gemm_silu_mul, with d as y and as partials (2 and 8
+// segments), at 1-16 rows, K 1,024 and 4,096 (16 rows of 4,096 fill the shared memory beside the
+// ring), W's copies issued before the wait or not. h_in is left as it was. Control: another norm
+// weight gives another output. gemm_norm_ok refuses what the prologue cannot take.
+std::vector<uint8_t> device_bytes(const void* p, size_t n) {
+  std::vector<uint8_t> v(n);
+  VB_CUDA(cudaDeviceSynchronize());
+  VB_CUDA(cudaMemcpy(v.data(), p, n, cudaMemcpyDeviceToHost));
+  return v;
+}
+TEST_P(CudaOps, GemmNormPrologueIsAddRmsNormThenTheGemm) {
+  cuda::set_gemm_norm(1);
+  struct Reset {
+    ~Reset() { cuda::set_gemm_norm(-1); }
+  } reset;
+  const size_t half = size_t(32) << 20;
+  DevBuf ws(2 * half);
+  float* const ws_d = ws.as<float>();                    // d's partials
+  float* const ws_own = ws.as<float>() + half / sizeof(float);  // the fused GEMM's own
+  const int Kd = 512, N = 768, I = 256, Mmax = 16;
+  const float eps = 1e-6f;
+  Values mid = random_values(size_t(Mmax) * Kd, t(), 1.0f, 60);
+  const DevBuf dmid = to_device(mid.raw);
+  int compared = 0;
+  for (int K : {1024, 4096}) {
+    Values wd = random_values(size_t(K) * Kd, t(), 0.05f, 61), hres = random_values(size_t(Mmax) * K, t(), 2.0f, 62),
+           nw = random_values(K, t(), 1.0f, 63), nw2 = random_values(K, t(), 1.0f, 64),
+           w = random_values(size_t(N) * K, t(), 0.05f, 65), wgu = random_values(size_t(2 * I) * K, t(), 0.05f, 66);
+    const DevBuf dwd = to_device(wd.raw), dnw = to_device(nw.f), dnw2 = to_device(nw2.f), dw = to_device(w.raw),
+                 dwgu = to_device(wgu.raw), dh = to_device(hres.raw);
+    DevBuf dy(size_t(Mmax) * K * 2), href(size_t(Mmax) * K * 2), hout(size_t(Mmax) * K * 2), xn(size_t(Mmax) * K * 2),
+        y1(size_t(Mmax) * N * 2), y2(size_t(Mmax) * N * 2), m1(size_t(Mmax) * I * 2), m2(size_t(Mmax) * I * 2);
+    for (int dsplit : {1, 2, 8})
+      for (int M : {1, 3, 8, 16})
+        for (int split : {1, 2}) {
+          SCOPED_TRACE("K " + std::to_string(K) + ", d split " + std::to_string(dsplit) + ", M " + std::to_string(M) +
+                       ", split " + std::to_string(split));
+          cuda::GemmTuning tun = cuda::gemm_tuning();
+          tun.stream_preload = M % 2 ? 2 : 0;
+          const ScopedGemmTuning scoped(tun);
+          const cuda::GemmResult d =
+              cuda::gemm_for_consumer(dmid.p, M, Kd, dwd.p, K, t(), dsplit, dy.p, ws_d, half, nullptr);
+          ASSERT_EQ(d.partials != nullptr, dsplit > 1);
+          // The unfused sequence.
+          VB_CUDA(cudaMemcpy(href.p, dh.p, size_t(M) * K * 2, cudaMemcpyDeviceToDevice));
+          cuda::add_rmsnorm_from(href.p, d, M, K, dnw.as<float>(), eps, t(), xn.p, nullptr);
+          const cuda::GemmResult r1 = cuda::gemm_for_consumer(xn.p, M, K, dw.p, N, t(), split, y1.p, ws_own, half, nullptr);
+          ASSERT_EQ(r1.partials != nullptr, split > 1);
+          const auto want = split > 1 ? device_bytes(ws_own, size_t(split) * M * N * 4) : device_bytes(y1.p, size_t(M) * N * 2);
+          cuda::gemm_silu_mul(xn.p, M, K, dwgu.p, I, t(), m1.p, nullptr);
+          // Fused.
+          VB_CUDA(cudaMemset(hout.p, 0xff, hout.bytes));
+          cuda::NormIn n;
+          n.h_in = dh.p;
+          n.h_out = hout.p;
+          n.d = d;
+          n.w = dnw.as<float>();
+          n.eps = eps;
+          ASSERT_TRUE(cuda::gemm_norm_ok(n, M, K, dw.p, N, t(), split, ws_own, half));
+          VB_CUDA(cudaMemset(ws_own, 0xff, size_t(split) * M * N * 4));
+          const cuda::GemmResult r2 = cuda::gemm_norm_for_consumer(n, M, K, dw.p, N, t(), split, y2.p, ws_own, half, nullptr);
+          EXPECT_EQ(r2.partials != nullptr, split > 1);
+          const auto got = split > 1 ? device_bytes(ws_own, size_t(split) * M * N * 4) : device_bytes(y2.p, size_t(M) * N * 2);
+          EXPECT_TRUE(want == got) << "the GEMM's output";
+          EXPECT_EQ(to_host<uint16_t>(href, size_t(M) * K), to_host<uint16_t>(hout, size_t(M) * K)) << "h_out";
+          EXPECT_EQ(to_host<uint16_t>(dh, size_t(M) * K),
+                    std::vector<uint16_t>(hres.raw.begin(), hres.raw.begin() + long(M) * K)) << "h_in";
+          ASSERT_TRUE(cuda::gemm_norm_silu_mul_ok(n, M, K, dwgu.p, I, t()));
+          VB_CUDA(cudaMemset(hout.p, 0xff, hout.bytes));
+          cuda::gemm_norm_silu_mul(n, M, K, dwgu.p, I, t(), m2.p, nullptr);
+          EXPECT_EQ(to_host<uint16_t>(m1, size_t(M) * I), to_host<uint16_t>(m2, size_t(M) * I)) << "SiLU-mul";
+          EXPECT_EQ(to_host<uint16_t>(href, size_t(M) * K), to_host<uint16_t>(hout, size_t(M) * K)) << "h_out (SiLU)";
+          ++compared;
+          if (M == 1 && split == 1) {  // control: another norm weight, other outputs
+            cuda::NormIn n2 = n;
+            n2.w = dnw2.as<float>();
+            cuda::gemm_norm_for_consumer(n2, M, K, dw.p, N, t(), 1, y2.p, ws_own, half, nullptr);
+            EXPECT_NE(to_host<uint16_t>(y1, size_t(N)), to_host<uint16_t>(y2, size_t(N)));
+          }
+          if (M == 16 && dsplit == 8 && split == 2) {  // refusals
+            EXPECT_FALSE(cuda::gemm_norm_ok(n, 17, K, dw.p, N, t(), split, ws_own, half)) << "17 rows";
+            cuda::NormIn same = n;
+            same.h_out = const_cast<void*>(same.h_in);
+            EXPECT_FALSE(cuda::gemm_norm_ok(same, M, K, dw.p, N, t(), split, ws_own, half)) << "h_out == h_in";
+            EXPECT_FALSE(cuda::gemm_norm_ok(n, M, K, dw.p, N, t(), split, ws_d, half)) << "partials over d's";
+            cuda::set_gemm_norm(0);
+            EXPECT_FALSE(cuda::gemm_norm_ok(n, M, K, dw.p, N, t(), split, ws_own, half)) << "switched off";
+            cuda::set_gemm_norm(1);
+          }
+        }
+  }
+  EXPECT_EQ(compared, 2 * 3 * 4 * 2);
+}
+
 // ---- Block-per-row norms and the partial consumers (the decode glue): the reference's bits for
 // every row width (vector and scalar paths), every split count, and every row count.
 

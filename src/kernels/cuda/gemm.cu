@@ -859,6 +859,89 @@ void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, v
   else throw Error("cuda gemm_silu_mul: activations must be bf16 or fp16");
 }
 
+// --- add_rmsnorm_from in the stream kernel's prologue (fused.h: NormIn).
+namespace {
+std::atomic<int> g_norm{-1};
+bool gemm_norm_enabled() {
+  const int v = g_norm.load(std::memory_order_relaxed);
+  static const int env = env_int("VERBATIM_GEMM_NORM", 0);
+  return (v < 0 ? env : v) != 0;
+}
+bool aligned_to(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; }
+// What both fused forms need: add_rmsnorm_from's vector path (K % 4, aligned rows, d readable 4 at a
+// time), a separate h_out, and rows that fit beside the ring.
+bool norm_common_ok(const NormIn& n, int M, int K, DType t) {
+  return gemm_norm_enabled() && (t == DType::BF16 || t == DType::F16) && gemm_impl::stream_norm_fits(M, K) &&
+         K % 4 == 0 && n.h_in && n.h_out && n.h_in != n.h_out && n.w && aligned_to(n.h_in, 16) &&
+         aligned_to(n.h_out, 8) && aligned_to(n.w, 16) && n.d.M == M && n.d.N == K && gemm_vec4_ok(n.d);
+}
+GemmArgs norm_args(const NormIn& n, int M, int K, const void* W, int N, int split) {
+  return GemmArgs{n.h_in, W, M, N, K, K, N, split > 1 ? K / split : K, nullptr, nullptr, nullptr};
+}
+template <typename F>
+void for_dtype(DType t, F&& f) {
+  if (t == DType::BF16) f(bf16{});
+  else if (t == DType::F16) f(f16{});
+  else throw Error("cuda gemm: activations must be bf16 or fp16");
+}
+}  // namespace
+
+void set_gemm_norm(int on) { g_norm.store(on, std::memory_order_relaxed); }
+
+bool gemm_norm_ok(const NormIn& n, int M, int K, const void* W, int N, DType t, int split, const float* workspace,
+                  size_t workspace_bytes) {
+  if (!norm_common_ok(n, M, K, t) || N % 8 || split < 1 || (split > 1 && K % (32 * split))) return false;
+  if (!uses_stream(norm_args(n, M, K, W, N, split), dtype_size(t))) return false;
+  if (split == 1) return true;
+  // The segments go to partials in the workspace (as gemm_for_consumer): they must fit and must not
+  // overlap d's partials, which every CTA reads while others write.
+  const size_t bytes = gemm_workspace_bytes(M, N, split);
+  if (!workspace || bytes > workspace_bytes || gemm_sums_in_kernel(M, N, split)) return false;
+  if (!n.d.partials) return true;
+  const char* w0 = reinterpret_cast<const char*>(workspace);
+  const char* d0 = reinterpret_cast<const char*>(n.d.partials);
+  const size_t dbytes = size_t(n.d.split) * size_t(n.d.M) * size_t(n.d.N) * sizeof(float);
+  return w0 + bytes <= d0 || d0 + dbytes <= w0;
+}
+
+bool gemm_norm_silu_mul_ok(const NormIn& n, int M, int K, const void* W, int I, DType t) {
+  if (!norm_common_ok(n, M, K, t) || !gemm_silu_mul_ok(M, K, I, 1)) return false;
+  GemmArgs a = norm_args(n, M, K, W, 2 * I, 1);
+  a.silu_cols = I;
+  return uses_stream(a, dtype_size(t));
+}
+
+GemmResult gemm_norm_for_consumer(const NormIn& n, int M, int K, const void* W, int N, DType t, int split, void* y,
+                                  float* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (!gemm_norm_ok(n, M, K, W, N, t, split, workspace, workspace_bytes))
+    throw Error("cuda gemm_norm_for_consumer: sizes the fused norm does not take (gemm_norm_ok)");
+  GemmArgs a = norm_args(n, M, K, W, N, split);
+  GemmResult r;
+  r.M = M;
+  r.N = N;
+  r.split = split;
+  if (split > 1) {
+    a.partial = workspace;  // the consumer sums the segments (in order) and rounds
+    r.partials = workspace;
+  } else {
+    a.y = y;
+    r.y = y;
+    r.ld = N;
+  }
+  for_dtype(t, [&](auto tag) { launch_stream_norm<decltype(tag)>(a, split, stream_tuning(a), n, stream); });
+  return r;
+}
+
+void gemm_norm_silu_mul(const NormIn& n, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream) {
+  if (!gemm_norm_silu_mul_ok(n, M, K, W, I, t))
+    throw Error("cuda gemm_norm_silu_mul: sizes the fused norm does not take (gemm_norm_silu_mul_ok)");
+  GemmArgs a = norm_args(n, M, K, W, 2 * I, 1);
+  a.y = out;
+  a.ldy = I;
+  a.silu_cols = I;
+  for_dtype(t, [&](auto tag) { launch_stream_norm<decltype(tag)>(a, 1, stream_tuning(a), n, stream); });
+}
+
 void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, int split, GemmOut out,
           float* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (M <= 0) return;
