@@ -116,9 +116,7 @@ struct CudaBackend::Impl {
   int num_blocks = 0, block_size = 0;
 
   int cap_t = 0;
-  // x2: the residual's second buffer, for the GEMMs that run add_rmsnorm_from in their prologue
-  // (cuda::NormIn: h_out must not be h_in).
-  void *x = nullptr, *x2 = nullptr, *h = nullptr, *qkv = nullptr, *attn = nullptr, *o = nullptr, *gu = nullptr, *mlp = nullptr;
+  void *x = nullptr, *h = nullptr, *qkv = nullptr, *attn = nullptr, *o = nullptr, *gu = nullptr, *mlp = nullptr;
   // [cap_t, nkv_l] zeros: the attention kernels' merge counters (AttnArgs::merge_counters) with
   // VERBATIM_ATTN_FUSED_MERGE=1, else null (the merge kernel; same bits). Off by default: on the
   // H200 (session 8, s8_merge) the fused merge made 8B decode slower at every batch (5.10 -> 5.26
@@ -244,13 +242,12 @@ struct CudaBackend::Impl {
     const size_t e = 2;
     const int64_t H = c.hidden_size, I = I_l, qw = int64_t(nh_l) * c.head_dim;
     reset_graphs();  // captured graphs hold the old buffers' addresses
-    for (void* p : {x, x2, h, qkv, attn, o, gu, mlp, static_cast<void*>(merge_cnt)}) dfree(p, 0);
+    for (void* p : {x, h, qkv, attn, o, gu, mlp, static_cast<void*>(merge_cnt)}) dfree(p, 0);
     if (tp > 1) {
       dfree(gather, 0);
       gather = static_cast<float*>(dmalloc(size_t(cuda::kTpSegments) * size_t(n) * size_t(H) * sizeof(float)));
     }
     x = dmalloc(size_t(n) * H * e);
-    x2 = dmalloc(size_t(n) * H * e);
     h = dmalloc(size_t(n) * H * e);
     qkv = dmalloc(size_t(n) * nqkv * e);
     attn = dmalloc(size_t(n) * qw * e);
@@ -745,43 +742,17 @@ void CudaBackend::Impl::launch_layers(const Step& st) {
   const cuda::RowMap flat;
   cuda::embed(embed, H, st.tok, T, act, x, stream);
   cuda::GemmResult down;  // the previous layer's MLP output, as its consumer reads it
-  // The residual: xr holds it; a GEMM that runs add_rmsnorm_from in its prologue writes the sum to
-  // xw, and the two swap (same bits as the separate kernel, which adds in place).
-  void* xr = x;
-  void* xw = x2;
-  // Its own partials where d's are not (ws holds d's from offset 0: gemm_for_consumer).
-  float* const ws_norm = ws + ws_bytes / 2 / sizeof(float);
-  const size_t ws_norm_bytes = ws_bytes / 2;
-  auto norm_in = [&](const cuda::GemmResult& d, const float* w) {
-    cuda::NormIn n;
-    n.h_in = xr;
-    n.h_out = xw;
-    n.d = d;
-    n.w = w;
-    n.eps = eps;
-    return n;
-  };
-  const bool norm_in_gemm = !opt.fast && tp == 1;
   for (size_t l = 0; l < layers.size(); ++l) {
     const Layer& L = layers[l];
-    const cuda::NormIn n_in = norm_in(down, L.in_norm);
-    const bool qkv_norm = l > 0 && norm_in_gemm &&
-                          cuda::gemm_norm_ok(n_in, T, int(H), L.qkv, nqkv, act, split_qkv, ws_norm, ws_norm_bytes);
     if (l == 0) cuda::rmsnorm(x, flat, T, int(H), L.in_norm, eps, act, h, flat, stream);
-    else if (!qkv_norm) cuda::add_rmsnorm_from(xr, down, T, int(H), L.in_norm, eps, act, h, stream);
+    else cuda::add_rmsnorm_from(x, down, T, int(H), L.in_norm, eps, act, h, stream);
     char* kc = static_cast<char*>(kv) + 2 * kv_layer_bytes * l;
     char* vc = kc + kv_layer_bytes;
     char* q_base = static_cast<char*>(qkv);
     // q/k RMSNorm, RoPE, and the K/V cache write, fused with the qkv GEMM's split-K sum. Every
     // token's K/V is in the cache before any token attends (as the CPU reference).
     cuda::QkvPost qp;
-    if (qkv_norm) {
-      qp.in = cuda::gemm_norm_for_consumer(n_in, T, int(H), L.qkv, nqkv, act, split_qkv, qkv, ws_norm, ws_norm_bytes,
-                                           stream);
-      std::swap(xr, xw);
-    } else {
-      qp.in = fused_gemm(h, T, int(H), L.qkv, nqkv, split_qkv, qkv);
-    }
+    qp.in = fused_gemm(h, T, int(H), L.qkv, nqkv, split_qkv, qkv);
     qp.qkv = qkv;
     qp.nh = nh;
     qp.nkv = nkv;
@@ -818,15 +789,10 @@ void CudaBackend::Impl::launch_layers(const Step& st) {
       cuda::attention_merge(a, st.mt + g.merge_begin, st.mp + g.merge_begin, g.merge_end - g.merge_begin, act, stream);
     }
     const cuda::GemmResult ao = row_parallel(attn, T, int(nh * hd), L.o, split_o, o);
-    const cuda::NormIn n_post = norm_in(ao, L.post_norm);
-    if (norm_in_gemm && split_gu == 1 && cuda::gemm_norm_silu_mul_ok(n_post, T, int(H), L.gu, int(I), act)) {
-      cuda::gemm_norm_silu_mul(n_post, T, int(H), L.gu, int(I), act, mlp, stream);
-      std::swap(xr, xw);
-    } else if (!opt.fast && cuda::gemm_silu_mul_ok(T, int(H), int(I), split_gu)) {
-      cuda::add_rmsnorm_from(xr, ao, T, int(H), L.post_norm, eps, act, h, stream);
+    cuda::add_rmsnorm_from(x, ao, T, int(H), L.post_norm, eps, act, h, stream);
+    if (!opt.fast && cuda::gemm_silu_mul_ok(T, int(H), int(I), split_gu)) {
       cuda::gemm_silu_mul(h, T, int(H), L.gu, int(I), act, mlp, stream);  // SiLU·mul in the GEMM's epilogue
     } else {
-      cuda::add_rmsnorm_from(xr, ao, T, int(H), L.post_norm, eps, act, h, stream);
       const cuda::GemmResult gu_r = fused_gemm(h, T, int(H), L.gu, int(2 * I), split_gu, gu);
       cuda::silu_mul_from(gu_r, T, I, act, mlp, stream);
     }
@@ -834,7 +800,7 @@ void CudaBackend::Impl::launch_layers(const Step& st) {
   }
   // Last residual add fused with the final norm (row-wise: the same bits as norming only the
   // logit rows, which is what the CPU does).
-  cuda::add_rmsnorm_from(xr, down, T, int(H), final_norm, eps, act, h, stream);
+  cuda::add_rmsnorm_from(x, down, T, int(H), final_norm, eps, act, h, stream);
 }
 
 bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {

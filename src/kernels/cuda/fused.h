@@ -21,9 +21,6 @@ struct GemmResult {
   int split = 1;
   int M = 0, N = 0;
 };
-// Whether a consumer may read g 4 elements at a time (gemm_value4): 16-byte aligned partials rows
-// or 8-byte aligned y rows.
-bool gemm_vec4_ok(const GemmResult& g);
 // Runs the GEMM and leaves partials (no reduce kernel) when split > 1 and the workspace holds all
 // M rows; otherwise writes the rounded y as gemm() does. Returns what the consumer must read.
 GemmResult gemm_for_consumer(const void* x, int M, int K, const void* W, int N, DType t, int split, void* y,
@@ -54,32 +51,6 @@ void set_qkv_post_loop_blocks(int blocks);
 // h = round(h + d); y = rmsnorm(h) with d a GemmResult.
 void add_rmsnorm_from(void* h, const GemmResult& d, int64_t rows, int D, const float* w, float eps, DType t, void* y,
                       cudaStream_t stream);
-// add_rmsnorm_from run by the GEMM that consumes its y, in the stream kernel's prologue (one
-// launch fewer): h_out = round(h_in + d) and the GEMM's x = rmsnorm(h_out) * w, each element by
-// add_rmsnorm_from's arithmetic (its 16-lane norm sum and tree), never stored to global memory.
-// h_out must not be h_in: every CTA reads h_in while the CTAs write their shares of h_out.
-struct NormIn {
-  const void* h_in = nullptr;  // [M, K] the residual
-  void* h_out = nullptr;       // [M, K] round(h_in + d)
-  GemmResult d;                // [M, K] the output of the GEMM before
-  const float* w = nullptr;    // [K] the norm's weight
-  float eps = 1e-6f;
-};
-// Whether the fused forms below take these sizes (up to 16 rows on the stream kernel, the norm's
-// row in shared memory beside its ring, d readable 4 elements at a time; the SiLU form also needs
-// gemm_silu_mul's conditions) and VERBATIM_GEMM_NORM is not 0. workspace: where the GEMM's own
-// partials would go (must not overlap d's). Otherwise the caller runs add_rmsnorm_from, then the GEMM.
-bool gemm_norm_ok(const NormIn& n, int M, int K, const void* W, int N, DType t, int split, const float* workspace,
-                  size_t workspace_bytes);
-bool gemm_norm_silu_mul_ok(const NormIn& n, int M, int K, const void* W, int I, DType t);
-// gemm_for_consumer(rmsnorm(h_in + d) * w, ...), writing h_out as add_rmsnorm_from writes h.
-GemmResult gemm_norm_for_consumer(const NormIn& n, int M, int K, const void* W, int N, DType t, int split, void* y,
-                                  float* workspace, size_t workspace_bytes, cudaStream_t stream);
-// gemm_silu_mul(rmsnorm(h_in + d) * w, ...), writing h_out as add_rmsnorm_from writes h.
-void gemm_norm_silu_mul(const NormIn& n, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream);
-// Tests: force the fused forms on (1) or off (0); -1: VERBATIM_GEMM_NORM (default 0).
-void set_gemm_norm(int on);
-
 // out = round(round(silu(gate)) * up), gate = columns [0, D), up = [D, 2D) of a GemmResult.
 void silu_mul_from(const GemmResult& gu, int64_t T, int64_t D, DType t, void* out, cudaStream_t stream);
 

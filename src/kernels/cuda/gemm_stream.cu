@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <atomic>
 
-#include "kernels/cuda/gemm_result.cuh"
 #include "kernels/cuda/gemm_tma.cuh"
 #include "kernels/cuda/gemm_wgmma_layout.h"
 
@@ -42,23 +41,15 @@ template <int MT>
 constexpr int x_box_bytes() {
   return MT * 16 * 128;
 }
-// NORM: x is not in the ring (the prologue's rows in shared memory instead).
-template <int MT, bool NORM>
+template <int MT>
 constexpr int stage_bytes() {
-  return kBoxes * (kWBoxBytes + (NORM ? 0 : x_box_bytes<MT>()));
+  return kBoxes * (kWBoxBytes + x_box_bytes<MT>());
 }
-// The stages (1,024-byte aligned, as the 128-byte swizzle needs), then 2 S mbarriers; with NORM
-// then norm_bytes.
-template <int MT, int S, bool NORM>
-constexpr size_t ring_bytes() {
-  return 1024 + size_t(S) * stage_bytes<MT, NORM>() + 2 * S * sizeof(uint64_t);
+// The stages (1,024-byte aligned, as the 128-byte swizzle needs), then 2 S mbarriers.
+template <int MT, int S>
+constexpr size_t smem_bytes() {
+  return 1024 + size_t(S) * stage_bytes<MT>() + 2 * S * sizeof(uint64_t);
 }
-// NORM: the M normed x rows (K + 8 elements apart: ldmatrix's 8 rows fall in distinct banks), a
-// 16-byte zero line that rows past M read, and the M inverse norms.
-size_t norm_bytes(int M, int K) { return size_t(M) * (K + 8) * 2 + 16 + kStreamNormMaxM * sizeof(float); }
-constexpr int kNormS = 3;  // NORM runs 1-16 rows on a ring of 3 stages (room for 16 rows of K 4,096)
-constexpr size_t kMaxSmem = 227 * 1024;
-__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers * 32) : "memory"); }
 
 // Byte offset of 16-byte group g (k 8g .. 8g + 7) of row r in a box of 64 k x rows, as TMA's
 // 128-byte swizzle lays it (checked on the CPU against the pair layout: tests/wgmma_layout_test.cpp).
@@ -78,73 +69,18 @@ __device__ __forceinline__ Item item_at(const GemmArgs& a, int item, int tiles, 
 // lane holds both sums of its outputs and writes round(round(silu(round(g))) * round(u)) (v1's
 // SiLU epilogue arithmetic) with no exchange through shared memory and no barrier. Which warp and
 // MMA column computes a sum does not change it: each column's k steps are the same.
-//
-// NORM (gemm_norm_for_consumer / gemm_norm_silu_mul, <= 16 rows): x is add_rmsnorm_from's output,
-// computed by every CTA's consumers after the PDL wait into shared memory (norm_prologue) while
-// the producer streams W; the CTAs write their shares of h_out.
-template <typename T>
-__device__ __forceinline__ void norm_prologue(const GemmArgs& a, const NormIn& n, T* xs, float* inv) {
-  const int tid = threadIdx.x, D = a.K, ld = D + 8, chunks = D / 4, total = a.M * chunks;
-  const int per = (total + gridDim.x - 1) / gridDim.x, mine0 = blockIdx.x * per, mine1 = mine0 + per;
-  // h = round(h_in + d), add_rmsnorm_from's vector path element by element.
-  for (int c = tid; c < total; c += kConsumers * 32) {
-    const int m = c / chunks, k = (c % chunks) * 4;
-    const uint2 hv = *reinterpret_cast<const uint2*>(static_cast<const T*>(n.h_in) + int64_t(m) * D + k);
-    const float4 g = gemm_result::gemm_value4<T>(n.d, m, k);
-    const float v0 = round_as<T>(fadd(lo_f<T>(hv.x), g.x)), v1 = round_as<T>(fadd(hi_f<T>(hv.x), g.y));
-    const float v2 = round_as<T>(fadd(lo_f<T>(hv.y), g.z)), v3 = round_as<T>(fadd(hi_f<T>(hv.y), g.w));
-    const uint2 hn = make_uint2(pack2<T>(v0, v1), pack2<T>(v2, v3));
-    *reinterpret_cast<uint2*>(xs + m * ld + k) = hn;
-    if (c >= mine0 && c < mine1) *reinterpret_cast<uint2*>(static_cast<T*>(n.h_out) + int64_t(m) * D + k) = hn;
-  }
-  consumers_sync();
-  // The norm sum of row m on half warp m % 8: its lanes are block_inv_rms's 16 reference lanes
-  // (lane_sum_squares, then the tree l + 8, + 4, + 2, + 1 within the half).
-  const int half = tid >> 4, l16 = tid & 15;
-  for (int m0 = 0; m0 < a.M; m0 += 8) {
-    const int m = m0 + half;
-    float s = 0.0f;
-    if (m < a.M) {
-#pragma unroll 16
-      for (int k = l16; k < D; k += 16) {
-        const float v = to_f(xs[m * ld + k]);
-        s = fadd(s, fmul(v, v));
-      }
-    }
-#pragma unroll
-    for (int o = 8; o >= 1; o >>= 1) s = fadd(s, __shfl_down_sync(0xffffffffu, s, o, 16));
-    if (m < a.M && l16 == 0) inv[m] = fdiv(1.0f, __fsqrt_rn(fadd(fdiv(s, float(D)), n.eps)));
-  }
-  consumers_sync();
-  // x = round(w * round(h * inv)) in place (norm_out4's formula).
-  for (int c = tid; c < total; c += kConsumers * 32) {
-    const int m = c / chunks, k = (c % chunks) * 4;
-    const float r = inv[m];
-    const float4 wv = *reinterpret_cast<const float4*>(n.w + k);
-    uint2* p = reinterpret_cast<uint2*>(xs + m * ld + k);
-    const uint2 hv = *p;
-    *p = make_uint2(pack2<T>(fmul(wv.x, round_as<T>(fmul(lo_f<T>(hv.x), r))), fmul(wv.y, round_as<T>(fmul(hi_f<T>(hv.x), r)))),
-                    pack2<T>(fmul(wv.z, round_as<T>(fmul(lo_f<T>(hv.y), r))), fmul(wv.w, round_as<T>(fmul(hi_f<T>(hv.y), r)))));
-  }
-  consumers_sync();  // every row is normed before any MMA reads it
-}
-
-template <typename T, int MT, int S, bool SILU, bool NORM>
+template <typename T, int MT, int S, bool SILU>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_stream_kernel(GemmArgs a, int split, int preload, int l2_stages, const __grid_constant__ CUtensorMap tmx,
-                       const __grid_constant__ CUtensorMap tmw, const __grid_constant__ NormIn norm) {
+                       const __grid_constant__ CUtensorMap tmw) {
   extern __shared__ uint8_t stream_smem[];
   const uint32_t base = (smem_u32(stream_smem) + 1023u) & ~1023u;
-  const uint32_t bars = base + uint32_t(S * stage_bytes<MT, NORM>());
-  // NORM: the x rows after the barriers, the zero line, the inverse norms.
-  const uint32_t xs_at = bars + uint32_t(16 * S);
-  const uint32_t zero_at = xs_at + uint32_t(NORM ? a.M * (a.K + 8) * 2 : 0);
-  uint8_t* const generic = stream_smem + (base - smem_u32(stream_smem));  // base as a generic pointer
+  const uint32_t bars = base + uint32_t(S * stage_bytes<MT>());
   auto full = [&](int st) { return bars + uint32_t(8 * st); };
   auto empty = [&](int st) { return bars + uint32_t(8 * (S + st)); };
-  auto w_box = [&](int st, int b) { return base + uint32_t(st * stage_bytes<MT, NORM>() + b * kWBoxBytes); };
+  auto w_box = [&](int st, int b) { return base + uint32_t(st * stage_bytes<MT>() + b * kWBoxBytes); };
   auto x_box = [&](int st, int b) {
-    return base + uint32_t(st * stage_bytes<MT, NORM>() + kBoxes * kWBoxBytes + b * x_box_bytes<MT>());
+    return base + uint32_t(st * stage_bytes<MT>() + kBoxes * kWBoxBytes + b * x_box_bytes<MT>());
   };
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (threadIdx.x == 0) {  // (shared memory only: before the PDL wait, overlapping the kernel before)
@@ -152,7 +88,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_init_at(full(st), 1);
       mbar_init_at(empty(st), kConsumers);
     }
-    if constexpr (NORM) *reinterpret_cast<uint4*>(generic + (zero_at - base)) = make_uint4(0, 0, 0, 0);
   }
   __syncthreads();  // the barriers exist before anyone waits on them
   constexpr int cols = SILU ? 32 : kCols;  // W rows of the tensor map's box an item starts at
@@ -163,13 +98,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto issue = [&](int g, int kb, int n0, int k_end, bool w, bool x) {
     const int st = g % S;
     const int boxes = min(kBoxes, (k_end - kb + kBoxK - 1) / kBoxK);  // none wholly past the segment
-    if (w) mbar_arrive_expect_tx_at(full(st), uint32_t(boxes * (kWBoxBytes + (NORM ? 0 : x_box_bytes<MT>()))));
+    if (w) mbar_arrive_expect_tx_at(full(st), uint32_t(boxes * (kWBoxBytes + x_box_bytes<MT>())));
     for (int b = 0; b < boxes; ++b) {
       if (w) {
         tma_load_2d(w_box(st, b), &tmw, kb + b * kBoxK, n0, full(st));
         if constexpr (SILU) tma_load_2d(w_box(st, b) + 32 * 128, &tmw, kb + b * kBoxK, a.silu_cols + n0, full(st));
       }
-      if (x && !NORM) tma_load_2d(x_box(st, b), &tmx, kb + b * kBoxK, 0, full(st));
+      if (x) tma_load_2d(x_box(st, b), &tmx, kb + b * kBoxK, 0, full(st));
     }
   };
   // GemmTuning::stream_preload: W's boxes of the ring's first stages before the PDL wait, so a CTA
@@ -221,9 +156,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int w_row = SILU ? (lane >> 4) * 32 + warp * 8 + (lane & 7) : warp * 16 + (lane >> 4) * 8 + (lane & 7);
   const int w_grp = (lane >> 3) & 1;
   const int x_row = lane & 15, x_grp = lane >> 4;
-  if constexpr (NORM)
-    norm_prologue<T>(a, norm, reinterpret_cast<T*>(generic + (xs_at - base)),
-                     reinterpret_cast<float*>(generic + (zero_at - base) + 16));
   int g = 0;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const auto [n0, s, k_begin, k_end] = item_at(a, item, tiles, cols);
@@ -249,12 +181,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
           for (int i = 0; i < MT; ++i) {
             uint32_t xv[4];
-            if constexpr (NORM) {  // row r of the normed rows at k kb + kk (+ 8), or the zero line past M
-              const int r = i * 16 + x_row;
-              ldmatrix_x4_at(xv, r < a.M ? xs_at + uint32_t((r * (a.K + 8) + kb + kk + 8 * x_grp) * 2) : zero_at);
-            } else {
-              ldmatrix_x4_at(xv, x_box(st, b) + swizzled(i * 16 + x_row, grp + x_grp));
-            }
+            ldmatrix_x4_at(xv, x_box(st, b) + swizzled(i * 16 + x_row, grp + x_grp));
             mma16816<T>(acc[i][0], xv, wv[0], wv[1]);
             mma16816<T>(acc[i][1], xv, wv[2], wv[3]);
           }
@@ -271,21 +198,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <typename T, int MT, int S, bool SILU, bool NORM = false>
-void launch_mt(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t stream, const NormIn& norm = {}) {
-  static_assert(ring_bytes<MT, S, NORM>() <= kMaxSmem, "stream GEMM stages exceed shared memory");
-  const size_t smem = ring_bytes<MT, S, NORM>() + (NORM ? norm_bytes(a.M, a.K) : 0);
-  if (smem > kMaxSmem) throw Error("cuda gemm: the norm's rows do not fit the stream kernel's shared memory");
-  auto* k = gemm_stream_kernel<T, MT, S, SILU, NORM>;
-  static std::atomic<uint64_t> done{0};  // one attribute per instantiation (NORM: its largest)
-  once_per_device(done, [&] {
-    VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(NORM ? kMaxSmem : smem)));
-  });
+template <typename T, int MT, int S, bool SILU>
+void launch_mt(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t stream) {
+  constexpr size_t smem = smem_bytes<MT, S>();
+  static_assert(smem <= 227 * 1024, "stream GEMM stages exceed shared memory");
+  auto* k = gemm_stream_kernel<T, MT, S, SILU>;
+  static std::atomic<uint64_t> done{0};  // one attribute per instantiation
+  once_per_device(done, [&] { VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem))); });
+  const CUtensorMap mx = tensor_map<T>(a.x, a.K, a.M, a.ldx, MT * 16, true);
   const CUtensorMap mw = tensor_map<T>(a.w, a.K, a.N, a.K, SILU ? 32 : kCols, true);
-  const CUtensorMap mx = NORM ? mw : tensor_map<T>(a.x, a.K, a.M, a.ldx, MT * 16, true);  // (NORM: unused)
   const int items = (SILU ? a.silu_cols / 32 : ceil_div(a.N, kCols)) * split;
-  pdl_launch(k, dim3(std::min(items, sm_count())), dim3(kThreads), smem, stream, a, split, t.preload, t.l2_stages, mx, mw,
-             norm);
+  pdl_launch(k, dim3(std::min(items, sm_count())), dim3(kThreads), smem, stream, a, split, t.preload, t.l2_stages, mx, mw);
   VB_CUDA_LAUNCHED();
 }
 // Stages as deep as ~200 KB of shared memory allow at 17-64 rows (one CTA per SM); at <= 16 rows
@@ -304,10 +227,6 @@ void launch_for_rows(const GemmArgs& a, int split, const StreamTuning& t, cudaSt
 
 }  // namespace
 
-bool stream_norm_fits(int M, int K) {
-  return M >= 1 && M <= kStreamNormMaxM && K % 8 == 0 && ring_bytes<1, kNormS, true>() + norm_bytes(M, K) <= kMaxSmem;
-}
-
 bool stream_fits(const GemmArgs& a, size_t esize) {
   const bool silu_ok = a.silu_cols == 0 || (a.silu_cols % 32 == 0 && a.M <= 32 && a.kseg == a.K);
   return a.M >= 1 && a.M <= kStreamMaxM && silu_ok && tma_fits(a, esize);
@@ -320,14 +239,5 @@ void launch_stream(const GemmArgs& a, int split, const StreamTuning& t, cudaStre
 }
 template void launch_stream<__nv_bfloat16>(const GemmArgs&, int, const StreamTuning&, cudaStream_t);
 template void launch_stream<__half>(const GemmArgs&, int, const StreamTuning&, cudaStream_t);
-
-template <typename T>
-void launch_stream_norm(const GemmArgs& a, int split, const StreamTuning& t, const NormIn& n, cudaStream_t stream) {
-  if (!stream_norm_fits(a.M, a.K)) throw Error("cuda gemm: the norm prologue takes 1-16 rows whose row fits shared memory");
-  if (a.silu_cols > 0) return launch_mt<T, 1, kNormS, true, true>(a, 1, t, stream, n);
-  launch_mt<T, 1, kNormS, false, true>(a, split, t, stream, n);
-}
-template void launch_stream_norm<__nv_bfloat16>(const GemmArgs&, int, const StreamTuning&, const NormIn&, cudaStream_t);
-template void launch_stream_norm<__half>(const GemmArgs&, int, const StreamTuning&, const NormIn&, cudaStream_t);
 
 }  // namespace verbatim::cuda::gemm_impl

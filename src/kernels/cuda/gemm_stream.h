@@ -2,7 +2,6 @@
 // shared-memory stages by one producer warp, v1's bits.
 #pragma once
 
-#include "kernels/cuda/fused.h"
 #include "kernels/cuda/gemm_common.cuh"
 
 namespace verbatim::cuda::gemm_impl {
@@ -24,11 +23,5 @@ struct StreamTuning {
 // over (column tile, segment) items.
 template <typename T>
 void launch_stream(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t stream);
-// The norm prologue (NormIn, fused.h): up to kStreamNormMaxM rows whose normed rows fit beside
-// the ring (stream_norm_fits); a.x is unused (the prologue makes x from n).
-constexpr int kStreamNormMaxM = 16;
-bool stream_norm_fits(int M, int K);
-template <typename T>
-void launch_stream_norm(const GemmArgs& a, int split, const StreamTuning& t, const NormIn& n, cudaStream_t stream);
 
 }  // namespace verbatim::cuda::gemm_impl
