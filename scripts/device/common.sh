@@ -86,13 +86,14 @@ ncu_prof() {
     $OUT/${tag}_details.txt | head -10 | tee -a $LOG
 }
 # eb TAG DIR MODE [VAR=value...]: engine-bench decode at batch 1/8/32/64 (context 1024) and a
-# 2,048-token prefill, JSON to $OUT/eb_TAG.json, a one-line summary to the log. EB_BATCHES,
+# 2,048-token prefill, JSON to $OUT/eb_TAG.json, a one-line summary to the log. EB_ARGS (more
+# engine-bench options, e.g. --tensor-parallel-size 2), EB_BATCHES,
 # EB_STEPS, EB_PREFILL (0: none) and EB_MIN_LEFT override the defaults.
 eb() {
   local tag=$1 dir=$2 mode=$3
   shift 3
   [ "$(left)" -lt "${EB_MIN_LEFT:-90}" ] && { say "skip eb $tag: $(left) s left"; return; }
-  env "$@" timeout 100 "$VB" engine-bench --model "$dir" --device cuda --mode "$mode" --batches "${EB_BATCHES:-1,8,32,64}" \
+  env "$@" timeout 100 "$VB" engine-bench --model "$dir" --device cuda --mode "$mode" ${EB_ARGS:-} --batches "${EB_BATCHES:-1,8,32,64}" \
     --context 1024 --steps "${EB_STEPS:-32}" --prefill "${EB_PREFILL:-2048}" --json $OUT/eb_$tag.json > $OUT/eb_$tag.log 2>&1
   say "eb $tag rc=$? $*: $(grep -E 'decode|prefill [0-9]' $OUT/eb_$tag.log | sed -E 's/.*batch +([0-9]+): median +([0-9.]+) ms.*/b\1 \2/; s/prefill 2048 tokens: median ([0-9.]+) ms, ([0-9.]+) TFLOP.*/prefill \1 ms \2 TF/' | tr '\n' ' ')"
   grep memory $OUT/eb_$tag.log | tee -a $LOG
