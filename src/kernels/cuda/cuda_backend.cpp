@@ -791,7 +791,7 @@ void CudaBackend::Impl::launch_layers(const Step& st) {
     const cuda::GemmResult ao = row_parallel(attn, T, int(nh * hd), L.o, split_o, o);
     cuda::add_rmsnorm_from(x, ao, T, int(H), L.post_norm, eps, act, h, stream);
     if (!opt.fast && cuda::gemm_silu_mul_ok(T, int(H), int(I), split_gu)) {
-      cuda::gemm_silu_mul(h, T, int(H), L.gu, int(I), act, mlp, stream);  // SiLU·mul in the GEMM's epilogue
+      cuda::gemm_silu_mul(h, T, int(H), L.gu, int(I), act, mlp, stream, split_gu);  // SiLU·mul in the GEMM's epilogue
     } else {
       const cuda::GemmResult gu_r = fused_gemm(h, T, int(H), L.gu, int(2 * I), split_gu, gu);
       cuda::silu_mul_from(gu_r, T, I, act, mlp, stream);

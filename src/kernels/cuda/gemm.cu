@@ -840,18 +840,27 @@ bool gemm_silu_mul_ok(int M, int K, int I, int split) {
   // rows the wgmma kernel's epilogue, where it runs (gate and up in 64-column halves of a tile).
   const bool v1 = M >= 1 && M <= 32 && I % 32 == 0;
   const bool wg = M > 64 && uses_tiled(M) && tiled_uses_wgmma(M) && I % 64 == 0;
-  return on && split == 1 && (v1 || wg) && K % 8 == 0;
+  if (split == 1) return on && (v1 || wg) && K % 8 == 0;
+  // Split W (the 0.6B / 1.7B gate_up at decode): the stream kernel adds the segments itself, one
+  // launch instead of the split GEMM and silu_mul_from.
+  static const bool split_on = env_int("VERBATIM_GEMM_SILU_SPLIT", 1) != 0;
+  const GemmKernel k = active_gemm_kernel();
+  return on && split_on && split > 1 && v1 && (k == GemmKernel::Auto || k == GemmKernel::Stream) &&
+         K % (32 * split) == 0;
 }
 
-void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream) {
-  if (!gemm_silu_mul_ok(M, K, I, 1))
-    throw Error("cuda gemm_silu_mul: needs 1..32 rows and I % 32 == 0, or > 64 rows on wgmma and I % 64 == 0; K % 8 == 0");
-  GemmArgs a{x, W, M, 2 * I, K, K, I, K, out, nullptr, nullptr};
+void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream,
+                   int split) {
+  if (!gemm_silu_mul_ok(M, K, I, split))
+    throw Error("cuda gemm_silu_mul: needs 1..32 rows and I % 32 == 0, or > 64 rows on wgmma and I % 64 == 0; K % 8 "
+                "== 0; a split W only on the stream kernel at 1..32 rows");
+  GemmArgs a{x, W, M, 2 * I, K, K, I, split > 1 ? K / split : K, out, nullptr, nullptr};
   a.silu_cols = I;
   auto go = [&](auto tag) {
     using T = decltype(tag);
     if (M > 64) return launch_wgmma<T>(a, 1, false, tuning(), stream);
-    if (uses_stream(a, sizeof(T))) return launch_stream<T>(a, 1, stream_tuning(a), stream);
+    if (uses_stream(a, sizeof(T))) return launch_stream<T>(a, split, stream_tuning(a), stream);
+    if (split > 1) throw Error("cuda gemm_silu_mul: a split W needs the stream kernel (16-byte aligned x and W)");
     launch_up_to_32<T, true>(a, 1, stream);
   };
   if (t == DType::BF16) go(bf16{});

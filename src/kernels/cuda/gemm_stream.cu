@@ -54,21 +54,27 @@ constexpr size_t smem_bytes() {
 // Byte offset of 16-byte group g (k 8g .. 8g + 7) of row r in a box of 64 k x rows, as TMA's
 // 128-byte swizzle lays it (checked on the CPU against the pair layout: tests/wgmma_layout_test.cpp).
 __device__ __forceinline__ uint32_t swizzled(int r, int g) { return uint32_t(wgmma_layout::pair_group_offset(r, g)); }
-// Item i: columns n0 .. (a tile of 64, or 32 gate + 32 up columns with SILU) of K segment s.
+// Item i: columns n0 .. (a tile of 64, or 32 gate + 32 up columns with SILU) of K segments
+// s0 .. s1 - 1 (one segment; with SILU all of them, added in the kernel).
 struct Item {
-  int n0, s, k_begin, k_end;
+  int n0, s0, s1;
 };
-__device__ __forceinline__ Item item_at(const GemmArgs& a, int item, int tiles, int cols) {
-  const int s = item / tiles, k_begin = s * a.kseg;
-  return {(item % tiles) * cols, s, k_begin, min(a.K, k_begin + a.kseg)};
+__device__ __forceinline__ Item item_at(const GemmArgs& a, int item, int tiles, int cols, int split, bool silu) {
+  const int s = silu ? 0 : item / tiles;
+  return {(item % tiles) * cols, s, silu ? split : s + 1};
 }
+__device__ __forceinline__ int seg_begin(const GemmArgs& a, int s) { return s * a.kseg; }
+__device__ __forceinline__ int seg_end(const GemmArgs& a, int s) { return min(a.K, s * a.kseg + a.kseg); }
 
-// SILU (gemm_silu_mul, split 1): an item is gate columns 32 y .. 32 y + 31 (W rows 0-31 of the
+// SILU (gemm_silu_mul): an item is gate columns 32 y .. 32 y + 31 (W rows 0-31 of the
 // stage) and the same up columns (W rows silu_cols + 32 y ..: stage rows 32-63). Warp w takes gate
 // columns 8 w .. 8 w + 7 as its first group of 8 and the same up columns as its second, so each
 // lane holds both sums of its outputs and writes round(round(silu(round(g))) * round(u)) (v1's
 // SiLU epilogue arithmetic) with no exchange through shared memory and no barrier. Which warp and
-// MMA column computes a sum does not change it: each column's k steps are the same.
+// MMA column computes a sum does not change it: each column's k steps are the same. With split > 1
+// the item runs its segments in order, each from 0, and adds them as the consumers of split-K
+// partials do (gemm_partials: segment 0, + 1, + 2, ...) before the epilogue: silu_mul_from's bits
+// after the split GEMM, in one launch.
 template <typename T, int MT, int S, bool SILU>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_stream_kernel(GemmArgs a, int split, int preload, int l2_stages, const __grid_constant__ CUtensorMap tmx,
@@ -91,7 +97,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();  // the barriers exist before anyone waits on them
   constexpr int cols = SILU ? 32 : kCols;  // W rows of the tensor map's box an item starts at
-  const int tiles = SILU ? a.silu_cols / 32 : (a.N + kCols - 1) / kCols, items = tiles * split;
+  const int tiles = SILU ? a.silu_cols / 32 : (a.N + kCols - 1) / kCols, items = SILU ? tiles : tiles * split;
   const bool producer = warp == kConsumers && lane == 0;
   // The producer's copies of stage g (k from kb of an item's columns n0 to k_end): W's boxes
   // and / or x's. expect: the stage's arrival with the byte count of both (issued with W's).
@@ -116,16 +122,19 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (producer && preload > 0) {
     int g = 0;
     for (int item = blockIdx.x; item < items && g < S + l2_stages; item += gridDim.x) {
-      const auto [n0, s, k_begin, k_end] = item_at(a, item, tiles, cols);
-      for (int kb = k_begin; kb < k_end && g < S + l2_stages; kb += kStageK, ++g) {
-        if (g < S) {
-          issue(g, kb, n0, k_end, true, false);
-          pre = g + 1;
-          continue;
-        }
-        for (int b = 0; b < kBoxes && kb + b * kBoxK < k_end; ++b) {
-          tma_prefetch_2d(&tmw, kb + b * kBoxK, n0);
-          if constexpr (SILU) tma_prefetch_2d(&tmw, kb + b * kBoxK, a.silu_cols + n0);
+      const auto [n0, s0, s1] = item_at(a, item, tiles, cols, split, SILU);
+      for (int s = s0; s < s1 && g < S + l2_stages; ++s) {
+        const int k_end = seg_end(a, s);
+        for (int kb = seg_begin(a, s); kb < k_end && g < S + l2_stages; kb += kStageK, ++g) {
+          if (g < S) {
+            issue(g, kb, n0, k_end, true, false);
+            pre = g + 1;
+            continue;
+          }
+          for (int b = 0; b < kBoxes && kb + b * kBoxK < k_end; ++b) {
+            tma_prefetch_2d(&tmw, kb + b * kBoxK, n0);
+            if constexpr (SILU) tma_prefetch_2d(&tmw, kb + b * kBoxK, a.silu_cols + n0);
+          }
         }
       }
     }
@@ -136,11 +145,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (lane != 0) return;
     int g = 0;  // stages issued by this CTA so far (the ring position and its use count)
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
-      const auto [n0, s, k_begin, k_end] = item_at(a, item, tiles, cols);
-      for (int kb = k_begin; kb < k_end; kb += kStageK, ++g) {
-        const int st = g % S, use = g / S;
-        if (use > 0) mbar_wait_at(empty(st), uint32_t((use - 1) & 1));  // its last readers are done
-        issue(g, kb, n0, k_end, g >= pre, true);
+      const auto [n0, s0, s1] = item_at(a, item, tiles, cols, split, SILU);
+      for (int s = s0; s < s1; ++s) {
+        const int k_end = seg_end(a, s);
+        for (int kb = seg_begin(a, s); kb < k_end; kb += kStageK, ++g) {
+          const int st = g % S, use = g / S;
+          if (use > 0) mbar_wait_at(empty(st), uint32_t((use - 1) & 1));  // its last readers are done
+          issue(g, kb, n0, k_end, g >= pre, true);
+        }
       }
     }
     return;
@@ -158,15 +170,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int x_row = lane & 15, x_grp = lane >> 4;
   int g = 0;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const auto [n0, s, k_begin, k_end] = item_at(a, item, tiles, cols);
-    float acc[MT][2][4];
+    const auto [n0, s0, s1] = item_at(a, item, tiles, cols, split, SILU);
+    float acc[MT][2][4], tot[MT][2][4];  // tot: SILU's sum of the segments so far
+    for (int s = s0; s < s1; ++s) {
+    const int k_end = seg_end(a, s);
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll
         for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
-    for (int kb = k_begin; kb < k_end; kb += kStageK, ++g) {
+    for (int kb = seg_begin(a, s); kb < k_end; kb += kStageK, ++g) {
       const int st = g % S;
       mbar_wait_at(full(st), uint32_t((g / S) & 1));
 #pragma unroll
@@ -191,9 +205,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (lane == 0) mbar_arrive_at(empty(st));
     }
     if constexpr (SILU) {
-      silu_pairs_store<T, MT>(a, acc, n0 + warp * 8, gid, tig);
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) tot[i][j][c] = s == s0 ? acc[i][j][c] : fadd(tot[i][j][c], acc[i][j][c]);
+    }
+    }
+    if constexpr (SILU) {
+      silu_pairs_store<T, MT>(a, tot, n0 + warp * 8, gid, tig);
     } else {
-      store_tile<T, MT, 2>(a, acc, 0, n0 + warp * 16, s, gid, tig);
+      store_tile<T, MT, 2>(a, acc, 0, n0 + warp * 16, s0, gid, tig);
     }
   }
 }
@@ -207,7 +230,7 @@ void launch_mt(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t
   once_per_device(done, [&] { VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem))); });
   const CUtensorMap mx = tensor_map<T>(a.x, a.K, a.M, a.ldx, MT * 16, true);
   const CUtensorMap mw = tensor_map<T>(a.w, a.K, a.N, a.K, SILU ? 32 : kCols, true);
-  const int items = (SILU ? a.silu_cols / 32 : ceil_div(a.N, kCols)) * split;
+  const int items = SILU ? a.silu_cols / 32 : ceil_div(a.N, kCols) * split;
   pdl_launch(k, dim3(std::min(items, sm_count())), dim3(kThreads), smem, stream, a, split, t.preload, t.l2_stages, mx, mw);
   VB_CUDA_LAUNCHED();
 }
@@ -228,13 +251,13 @@ void launch_for_rows(const GemmArgs& a, int split, const StreamTuning& t, cudaSt
 }  // namespace
 
 bool stream_fits(const GemmArgs& a, size_t esize) {
-  const bool silu_ok = a.silu_cols == 0 || (a.silu_cols % 32 == 0 && a.M <= 32 && a.kseg == a.K);
+  const bool silu_ok = a.silu_cols == 0 || (a.silu_cols % 32 == 0 && a.M <= 32);
   return a.M >= 1 && a.M <= kStreamMaxM && silu_ok && tma_fits(a, esize);
 }
 
 template <typename T>
 void launch_stream(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t stream) {
-  if (a.silu_cols > 0) return launch_for_rows<T, true>(a, 1, t, stream);
+  if (a.silu_cols > 0) return launch_for_rows<T, true>(a, split, t, stream);
   launch_for_rows<T, false>(a, split, t, stream);
 }
 template void launch_stream<__nv_bfloat16>(const GemmArgs&, int, const StreamTuning&, cudaStream_t);

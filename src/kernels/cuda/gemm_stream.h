@@ -8,7 +8,7 @@ namespace verbatim::cuda::gemm_impl {
 
 constexpr int kStreamMaxM = 64;
 // Whether the kernel takes these arguments (a.M <= kStreamMaxM and tensor maps fit; with the SiLU
-// epilogue, a.silu_cols > 0: up to 32 rows, unsplit, silu_cols % 32 == 0).
+// epilogue, a.silu_cols > 0: up to 32 rows, silu_cols % 32 == 0; split segments added in the kernel).
 bool stream_fits(const GemmArgs& a, size_t esize);
 // stages16: ring depth at <= 16 rows (3, 4 or 5); preload: 1 issues W's copies of the ring's
 // first stages before the PDL wait (GemmTuning::stream_preload), and with it l2_stages more
@@ -19,7 +19,7 @@ struct StreamTuning {
   int l2_stages = 0;
 };
 // One pass of a.M rows: segment s of W's K (split segments) into a.partial, or the output when
-// split == 1 (with a.silu_cols: v1's SiLU epilogue into a.y); the grid is one CTA per SM looping
+// split == 1 (with a.silu_cols: every segment, added in order, then v1's SiLU epilogue into a.y); the grid is one CTA per SM looping
 // over (column tile, segment) items.
 template <typename T>
 void launch_stream(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t stream);

@@ -75,12 +75,16 @@ struct GemmOut {
 void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, int split, GemmOut out,
           float* workspace, size_t workspace_bytes, cudaStream_t stream);
 // out[M, I] = round(round(silu(g)) * u) with [g | u] = x · W^T (W: [2 I, K], the gate rows then the
-// up rows) in one launch: the GEMM's sums (v1 at 1..32 rows, the wgmma kernel past 64) with
-// silu_mul's arithmetic in its epilogue, so the bits of gemm() then silu_mul(). Only for an unsplit
-// W (split == 1) and I % 32 == 0 (v1) or I % 64 == 0 (wgmma): gemm_silu_mul_ok says (false also
-// with VERBATIM_GEMM_SILU=0, to measure the difference).
+// up rows) in one launch: the GEMM's sums (the stream kernel or v1 at 1..32 rows, the wgmma kernel
+// past 64) with silu_mul's arithmetic in its epilogue, so the bits of gemm() then silu_mul(). An
+// unsplit W (split == 1) and I % 32 == 0 (v1, stream) or I % 64 == 0 (wgmma); or W in split
+// segments (the split gemm_split_for gives, K % (32 split) == 0) on the stream kernel at 1..32 rows,
+// which adds the segments in order (the bits of the split GEMM then silu_mul_from) unless
+// VERBATIM_GEMM_SILU_SPLIT=0. gemm_silu_mul_ok says (false also with VERBATIM_GEMM_SILU=0, to
+// measure the difference).
 bool gemm_silu_mul_ok(int M, int K, int I, int split);
-void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream);
+void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream,
+                   int split = 1);
 // The tile configuration name for M rows (for kernel_config / benchmarks).
 std::string gemm_tile_name(int M);
 // Which kernel runs the contract GEMM. All issue the same MMAs in the same order per output
