@@ -842,11 +842,15 @@ bool gemm_silu_mul_ok(int M, int K, int I, int split) {
   const bool wg = M > 64 && uses_tiled(M) && tiled_uses_wgmma(M) && I % 64 == 0;
   if (split == 1) return on && (v1 || wg) && K % 8 == 0;
   // Split W (the 0.6B / 1.7B gate_up at decode): the stream kernel adds the segments itself, one
-  // launch instead of the split GEMM and silu_mul_from.
-  static const bool split_on = env_int("VERBATIM_GEMM_SILU_SPLIT", 1) != 0;
+  // launch instead of the split GEMM and silu_mul_from, where its items (32 gate + 32 up columns,
+  // every segment) fit one wave of the SMs: H200 session 22 (s22_h, ms/step at batch 1 / 8 / 32, 2
+  // rounds, off -> on): 0.6B (96 items) 1.094-1.096 / 1.493-1.496 / 2.710-2.717 -> 1.083-1.088 /
+  // 1.470-1.474 / 2.684-2.696; 1.7B (192 items: 1.45 waves) 1.691-1.706 / 2.098-2.112 / 3.389 ->
+  // 1.703-1.715 / 2.092-2.105 / 3.402-3.410. VERBATIM_GEMM_SILU_SPLIT=0: never; 2: at any item count.
+  static const int split_mode = env_int("VERBATIM_GEMM_SILU_SPLIT", 1);
   const GemmKernel k = active_gemm_kernel();
-  return on && split_on && split > 1 && v1 && (k == GemmKernel::Auto || k == GemmKernel::Stream) &&
-         K % (32 * split) == 0;
+  const bool wave = split_mode == 2 || (split_mode == 1 && I / 32 <= sm_count());
+  return on && wave && split > 1 && v1 && (k == GemmKernel::Auto || k == GemmKernel::Stream) && K % (32 * split) == 0;
 }
 
 void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream,

@@ -79,9 +79,9 @@ void gemm(const void* x, int M, int K, int ldx, const void* W, int N, DType t, i
 // past 64) with silu_mul's arithmetic in its epilogue, so the bits of gemm() then silu_mul(). An
 // unsplit W (split == 1) and I % 32 == 0 (v1, stream) or I % 64 == 0 (wgmma); or W in split
 // segments (the split gemm_split_for gives, K % (32 split) == 0) on the stream kernel at 1..32 rows,
-// which adds the segments in order (the bits of the split GEMM then silu_mul_from) unless
-// VERBATIM_GEMM_SILU_SPLIT=0. gemm_silu_mul_ok says (false also with VERBATIM_GEMM_SILU=0, to
-// measure the difference).
+// which adds the segments in order (the bits of the split GEMM then silu_mul_from), where I / 32
+// items fit one wave of the SMs (VERBATIM_GEMM_SILU_SPLIT=0: never, 2: always). gemm_silu_mul_ok
+// says (false also with VERBATIM_GEMM_SILU=0, to measure the difference).
 bool gemm_silu_mul_ok(int M, int K, int I, int split);
 void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream,
                    int split = 1);
