@@ -173,45 +173,45 @@ __global__ void __launch_bounds__(kThreads, 1)
     const auto [n0, s0, s1] = item_at(a, item, tiles, cols, split, SILU);
     float acc[MT][2][4], tot[MT][2][4];  // tot: SILU's sum of the segments so far
     for (int s = s0; s < s1; ++s) {
-    const int k_end = seg_end(a, s);
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < 2; ++j)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
-    for (int kb = seg_begin(a, s); kb < k_end; kb += kStageK, ++g) {
-      const int st = g % S;
-      mbar_wait_at(full(st), uint32_t((g / S) & 1));
-#pragma unroll
-      for (int c = 0; c < kStageK / 32; ++c) {
-        if (kb + c * 32 >= k_end) break;  // warp-uniform: v1 skips a chunk wholly past the segment
-#pragma unroll
-        for (int step = 0; step < 2; ++step) {
-          const int kk = c * 32 + step * 16;  // the step's first k in the stage
-          const int b = kk / kBoxK, grp = (kk % kBoxK) / 8;
-          uint32_t wv[4];
-          ldmatrix_x4_at(wv, w_box(st, b) + swizzled(w_row, grp + w_grp));
-#pragma unroll
-          for (int i = 0; i < MT; ++i) {
-            uint32_t xv[4];
-            ldmatrix_x4_at(xv, x_box(st, b) + swizzled(i * 16 + x_row, grp + x_grp));
-            mma16816<T>(acc[i][0], xv, wv[0], wv[1]);
-            mma16816<T>(acc[i][1], xv, wv[2], wv[3]);
-          }
-        }
-      }
-      __syncwarp();  // every lane's reads of the stage are done
-      if (lane == 0) mbar_arrive_at(empty(st));
-    }
-    if constexpr (SILU) {
+      const int k_end = seg_end(a, s);
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < 2; ++j)
 #pragma unroll
-          for (int c = 0; c < 4; ++c) tot[i][j][c] = s == s0 ? acc[i][j][c] : fadd(tot[i][j][c], acc[i][j][c]);
-    }
+          for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+      for (int kb = seg_begin(a, s); kb < k_end; kb += kStageK, ++g) {
+        const int st = g % S;
+        mbar_wait_at(full(st), uint32_t((g / S) & 1));
+#pragma unroll
+        for (int c = 0; c < kStageK / 32; ++c) {
+          if (kb + c * 32 >= k_end) break;  // warp-uniform: v1 skips a chunk wholly past the segment
+#pragma unroll
+          for (int step = 0; step < 2; ++step) {
+            const int kk = c * 32 + step * 16;  // the step's first k in the stage
+            const int b = kk / kBoxK, grp = (kk % kBoxK) / 8;
+            uint32_t wv[4];
+            ldmatrix_x4_at(wv, w_box(st, b) + swizzled(w_row, grp + w_grp));
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+              uint32_t xv[4];
+              ldmatrix_x4_at(xv, x_box(st, b) + swizzled(i * 16 + x_row, grp + x_grp));
+              mma16816<T>(acc[i][0], xv, wv[0], wv[1]);
+              mma16816<T>(acc[i][1], xv, wv[2], wv[3]);
+            }
+          }
+        }
+        __syncwarp();  // every lane's reads of the stage are done
+        if (lane == 0) mbar_arrive_at(empty(st));
+      }
+      if constexpr (SILU) {
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+          for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) tot[i][j][c] = s == s0 ? acc[i][j][c] : fadd(tot[i][j][c], acc[i][j][c]);
+      }
     }
     if constexpr (SILU) {
       silu_pairs_store<T, MT>(a, tot, n0 + warp * 8, gid, tig);
