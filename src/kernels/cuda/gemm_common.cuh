@@ -55,7 +55,7 @@ __device__ __forceinline__ void store_tile(const GemmArgs& a, const float (&acc)
     }
 }
 
-// The SiLU epilogue (gemm_silu_mul) of a CTA whose warps 0, 1 hold 16 gate columns each and warps
+// The SiLU epilogue (gemm_silu_mul) of v1: a CTA whose warps 0, 1 hold 16 gate columns each and warps
 // 2, 3 the same up columns (NT = 2 groups of 8; rows m_base + 0 .. MT * 16 - 1): silu_mul_from's
 // arithmetic on the values the GEMM would have stored. Step 1, the gate warps: their rounded sums
 // into gate. Step 2, the up warps, once the CTA's gate warps are past step 1: round(round(silu(g))

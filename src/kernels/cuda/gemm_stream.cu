@@ -15,7 +15,8 @@
 // to the partials (or the output when split == 1). tests/cuda_ops_test GemmKernelsAreV1BitForBit
 // compares it with v1 byte for byte.
 //
-// Work: items are (64-column tile, segment), item i on CTA i % grid (one CTA per SM); the producer
+// Work: items are (64-column tile, segment) (with the SiLU epilogue: 32 gate + 32 up columns over
+// every segment, added in the kernel), item i on CTA i % grid (one CTA per SM); the producer
 // runs on into a CTA's next item while the consumers finish the last, so the ring never drains
 // between items. Rows past M and columns past N come from TMA as zeros and are never stored.
 #include "kernels/cuda/gemm_stream.h"
