@@ -117,17 +117,18 @@ inline int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 // Programmatic dependent launch (sm_90): a kernel started by pdl_launch may be scheduled while the
 // kernel before it in the stream finishes its last wave, so its launch cost hides behind that
 // tail. Every such kernel calls pdl_begin() in every CTA before any global memory access or early
-// return (shared-memory setup may come first: the stream GEMM's barriers): griddepcontrol.wait returns only once the previous grid has
-// completed and its writes are visible, so the kernel sees exactly what a plain launch would
-// (scheduling only: no arithmetic or order changes). launch_dependents then lets the next
-// kernel's CTAs be scheduled once every CTA of this one has started. Both are no-ops without a
-// programmatic dependency (VERBATIM_PDL=0, or the legacy default stream the op tests use: plain
-// launches; the backend's own stream gets them).
+// return (shared-memory setup may come first: the stream GEMM's barriers): griddepcontrol.wait
+// returns only once the previous grid has completed and its writes are visible, so the kernel
+// sees exactly what a plain launch would (scheduling only: no arithmetic or order changes).
+// launch_dependents then lets the next kernel's CTAs be scheduled once every CTA of this one has
+// started. Both are no-ops without a programmatic dependency (VERBATIM_PDL=0, or the legacy
+// default stream the op tests use: plain launches; the backend's own stream gets them).
 // read_step_inputs_before_pdl: the one exception. A step's inputs (token ids, positions, slots,
 // block tables, attention items and merge lists) reach the device by a host copy ordered before
 // the step's first kernel, and the weights and the RoPE table at load; no kernel writes either.
 // So a kernel may read those (and return on them) before pdl_begin(): the attention, merge and
-// qkv_post kernels do, so their address setup overlaps the kernel before. Nothing else may.
+// qkv_post kernels do, so their address setup overlaps the kernel before, and the stream GEMM
+// issues W's first copies there (GemmTuning::stream_preload). Nothing else may.
 __device__ __forceinline__ void pdl_begin() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");

@@ -509,9 +509,9 @@ GemmTuning tuning();  // below: the speed knobs
 
 // Prefetch only for weights of at most 16 MiB: on the H200 (session 8, s8_prefetch) it made the
 // 0.6B's steps 2-3% faster and the 8B's (33-200 MB weights, longer kernels) 0.5-4% slower.
+bool small_weight(const GemmArgs& a) { return int64_t(a.N) * a.K * 2 <= (int64_t(16) << 20); }
 int prefetch_for(const GemmArgs& a) {
-  const bool small = int64_t(a.N) * a.K * 2 <= (int64_t(16) << 20);
-  return pdl_enabled() && small ? tuning().v1_prefetch_bytes : 0;  // no PDL: nothing to overlap
+  return pdl_enabled() && small_weight(a) ? tuning().v1_prefetch_bytes : 0;  // no PDL: nothing to overlap
 }
 
 template <typename T, int MT, int NT, int U, bool SILU = false>
@@ -563,8 +563,7 @@ GemmTuning tuning() {
 // without), and at stream_preload 1 only for weights of <= 16 MiB (as prefetch_for).
 StreamTuning stream_tuning(const GemmArgs& a) {
   const GemmTuning t = tuning();
-  const bool small = int64_t(a.N) * a.K * 2 <= (int64_t(16) << 20);
-  const bool pre = pdl_enabled() && (t.stream_preload == 2 || (t.stream_preload == 1 && small));
+  const bool pre = pdl_enabled() && (t.stream_preload == 2 || (t.stream_preload == 1 && small_weight(a)));
   return {t.stream_stages16, pre ? 1 : 0, pre ? t.stream_preload_l2 : 0};
 }
 
@@ -704,10 +703,12 @@ GemmKernel kernel_from_env() {
 // 5.59 / 8.03 / 12.22 -> 4.78-4.81 / 5.46-5.48 / 7.43 / 9.86-9.89; 1.7B 1.79 / 2.34 / 3.61 / 5.46
 // -> 1.74 / 2.24 / 3.52 / 5.04; 0.6B 1.16 / 1.72 / 2.94 / 4.46 -> 1.17 / 1.69 / 2.90 / 4.34.)
 int tiled_min_rows() { return tuning().tiled_min_m; }
-bool uses_stream(const GemmArgs& a, size_t esize) {
+// The kernel in use takes the stream kernel up to 64 rows (where its tensor maps fit).
+bool stream_selected() {
   const GemmKernel k = active_gemm_kernel();
-  return (k == GemmKernel::Stream || k == GemmKernel::Auto) && stream_fits(a, esize);
+  return k == GemmKernel::Stream || k == GemmKernel::Auto;
 }
+bool uses_stream(const GemmArgs& a, size_t esize) { return stream_selected() && stream_fits(a, esize); }
 bool uses_tiled(int M) {
   const GemmKernel k = active_gemm_kernel();
   if (k == GemmKernel::Stream) return M > kStreamMaxM;
@@ -813,8 +814,7 @@ std::string gemm_tile_name(int M) {
     const TiledShape t = tiled_shape(M);
     return "tiled-cpasync:m" + std::to_string(t.bm) + "n" + std::to_string(t.bn);
   }
-  const GemmKernel k = active_gemm_kernel();
-  if ((k == GemmKernel::Stream || k == GemmKernel::Auto) && M <= kStreamMaxM)  // (where the tensor maps fit)
+  if (stream_selected() && M <= kStreamMaxM)  // (where the tensor maps fit)
     return M <= 16 ? "stream-tma:m16n64s" + std::to_string(tuning().stream_stages16)
                    : M <= 32 ? "stream-tma:m32n64s4" : "stream-tma:m64n64s3";
   if (active_gemm_kernel() == GemmKernel::V2 && M <= kV2MaxM) {
@@ -848,9 +848,8 @@ bool gemm_silu_mul_ok(int M, int K, int I, int split) {
   // 1.470-1.474 / 2.684-2.696; 1.7B (192 items: 1.45 waves) 1.691-1.706 / 2.098-2.112 / 3.389 ->
   // 1.703-1.715 / 2.092-2.105 / 3.402-3.410. VERBATIM_GEMM_SILU_SPLIT=0: never; 2: at any item count.
   static const int split_mode = env_int("VERBATIM_GEMM_SILU_SPLIT", 1);
-  const GemmKernel k = active_gemm_kernel();
   const bool wave = split_mode == 2 || (split_mode == 1 && I / 32 <= sm_count());
-  return on && wave && split > 1 && v1 && (k == GemmKernel::Auto || k == GemmKernel::Stream) && K % (32 * split) == 0;
+  return on && wave && split > 1 && v1 && stream_selected() && K % (32 * split) == 0;
 }
 
 void gemm_silu_mul(const void* x, int M, int K, const void* W, int I, DType t, void* out, cudaStream_t stream,

@@ -19,8 +19,8 @@ struct StreamTuning {
   int l2_stages = 0;
 };
 // One pass of a.M rows: segment s of W's K (split segments) into a.partial, or the output when
-// split == 1 (with a.silu_cols: every segment, added in order, then v1's SiLU epilogue into a.y); the grid is one CTA per SM looping
-// over (column tile, segment) items.
+// split == 1 (with a.silu_cols: every segment, added in order, then v1's SiLU epilogue into a.y);
+// the grid is one CTA per SM looping over (column tile, segment) items.
 template <typename T>
 void launch_stream(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t stream);
 
