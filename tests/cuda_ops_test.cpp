@@ -643,60 +643,52 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
       EXPECT_TRUE(std::all_of(got.begin() + long(size_t(M) * I), got.end(), [](uint16_t v) { return v == 0xffff; }))
           << "M " << M;
     }
-  // The stream kernel's epilogue (VERBATIM_GEMM=stream, <= 32 rows) against v1's gemm() then
-  // silu_mul(), at each ring depth of <= 16 rows.
-  // (preload 2: W's first stages issued before the wait, the code path PDL steps take; the op
+  // gemm_silu_mul (the kernel in use, with tun) on M rows of a W in `split` segments against v1's
+  // gemm() (split: partials, then the reduce's sum in segment order) then silu_mul(); rows past M
+  // never written.
+  auto stream_silu_matches = [&](int M, int split, const cuda::GemmTuning& tun, const std::string& what) {
+    cuda::GemmOut gso;
+    gso.y = gs.p;
+    {
+      const ScopedGemmKernel v1(cuda::GemmKernel::V1);
+      cuda::gemm(dxs.p, M, H, H, dwgu.p, 2 * I, t(), split, gso, ws.as<float>(), ws.bytes, nullptr);
+    }
+    cuda::silu_mul(gs.p, gs.as<uint16_t>() + I, 2 * I, M, I, t(), ms1.p, nullptr);
+    VB_CUDA(cudaMemset(ms2.p, 0xff, ms2.bytes));
+    {
+      const ScopedGemmTuning scoped(tun);
+      ASSERT_TRUE(cuda::gemm_silu_mul_ok(M, H, I, split)) << what;
+      cuda::gemm_silu_mul(dxs.p, M, H, dwgu.p, I, t(), ms2.p, nullptr, split);
+    }
+    const auto want = to_host<uint16_t>(ms1, size_t(M) * I), got = to_host<uint16_t>(ms2, size_t(Mmax) * I);
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << what;
+    EXPECT_TRUE(std::all_of(got.begin() + long(size_t(M) * I), got.end(), [](uint16_t v) { return v == 0xffff; }))
+        << what;
+  };
+  // The stream kernel's epilogue (VERBATIM_GEMM=stream, <= 32 rows) at each ring depth of <= 16
+  // rows. (preload 2: W's first stages issued before the wait, the code path PDL steps take; the op
   // tests' legacy stream has no PDL dependency, so the wait returns at once.)
   for (int stages : {3, 4, 5})
     for (int M : {1, 5, 16, 17, 32})
       for (int preload : {0, 2}) {
-      if (stages != 5 && M > 16) continue;
-      cuda::GemmOut gso;
-      gso.y = gs.p;
-      {
-        const ScopedGemmKernel v1(cuda::GemmKernel::V1);
-        cuda::gemm(dxs.p, M, H, H, dwgu.p, 2 * I, t(), 1, gso, ws.as<float>(), ws.bytes, nullptr);
-      }
-      cuda::silu_mul(gs.p, gs.as<uint16_t>() + I, 2 * I, M, I, t(), ms1.p, nullptr);
-      VB_CUDA(cudaMemset(ms2.p, 0xff, ms2.bytes));
-      {
+        if (stages != 5 && M > 16) continue;
         const ScopedGemmKernel use(cuda::GemmKernel::Stream);
         cuda::GemmTuning tun = cuda::gemm_tuning();
         tun.stream_stages16 = stages;
         tun.stream_preload = preload;
-        const ScopedGemmTuning scoped(tun);
-        cuda::gemm_silu_mul(dxs.p, M, H, dwgu.p, I, t(), ms2.p, nullptr);
+        stream_silu_matches(M, 1, tun,
+                            "stream, M " + std::to_string(M) + ", stages " + std::to_string(stages) + ", preload " +
+                                std::to_string(preload));
       }
-      const auto want = to_host<uint16_t>(ms1, size_t(M) * I), got = to_host<uint16_t>(ms2, size_t(Mmax) * I);
-      EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin()))
-          << "stream, M " << M << ", stages " << stages << ", preload " << preload;
-      EXPECT_TRUE(std::all_of(got.begin() + long(size_t(M) * I), got.end(), [](uint16_t v) { return v == 0xffff; }))
-          << "stream, M " << M;
-    }
-  // A split W (segments of 512, 256, 128 k): the stream kernel adds the segments in order before
-  // the epilogue; against v1's split gemm() (partials, then the reduce's sum in segment order) then
-  // silu_mul(), with and without W's first stages before the wait. (Summing the segments in another
-  // order rarely moves a rounded output at these sizes; the 0.6B digests of record, whose gate_up
-  // is split in 4, are the sensitive check of the order.)
+  // A split W (segments of 512, 256, 128 k) under the default kernel (Auto): the stream kernel adds
+  // the segments in order before the epilogue, with and without W's first stages before the wait.
+  // (Summing the segments in another order rarely moves a rounded output at these sizes; the 0.6B
+  // digests of record, whose gate_up is split in 4, are the sensitive check of the order.)
   for (int split : {2, 4, 8})
     for (int M : {1, 5, 16, 17, 32}) {
-      cuda::GemmOut gso;
-      gso.y = gs.p;
-      {
-        const ScopedGemmKernel v1(cuda::GemmKernel::V1);
-        cuda::gemm(dxs.p, M, H, H, dwgu.p, 2 * I, t(), split, gso, ws.as<float>(), ws.bytes, nullptr);
-      }
-      cuda::silu_mul(gs.p, gs.as<uint16_t>() + I, 2 * I, M, I, t(), ms1.p, nullptr);
-      VB_CUDA(cudaMemset(ms2.p, 0xff, ms2.bytes));
       cuda::GemmTuning tun = cuda::gemm_tuning();
       tun.stream_preload = M % 2 ? 2 : 0;
-      const ScopedGemmTuning scoped(tun);
-      ASSERT_TRUE(cuda::gemm_silu_mul_ok(M, H, I, split));
-      cuda::gemm_silu_mul(dxs.p, M, H, dwgu.p, I, t(), ms2.p, nullptr, split);
-      const auto want = to_host<uint16_t>(ms1, size_t(M) * I), got = to_host<uint16_t>(ms2, size_t(Mmax) * I);
-      EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << "stream, split " << split << ", M " << M;
-      EXPECT_TRUE(std::all_of(got.begin() + long(size_t(M) * I), got.end(), [](uint16_t v) { return v == 0xffff; }))
-          << "stream, split " << split << ", M " << M;
+      stream_silu_matches(M, split, tun, "stream, split " + std::to_string(split) + ", M " + std::to_string(M));
     }
   // Control: another x gives other outputs.
   cuda::gemm_silu_mul(dx.p, 1, H, dwgu.p, I, t(), ms2.p, nullptr);
