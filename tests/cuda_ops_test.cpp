@@ -871,8 +871,10 @@ struct AttnFixture {
   // decode step lays them out with VERBATIM_DECODE_FOLD_MIN_BATCH.
   // fused_merge: the merge runs in the attention kernels (AttnArgs::merge_counters); the counters
   // must be back at zero afterwards (the next layer reuses them).
+  // ring: query tiles of <= 16 rows run in the ring kernel (plan_attention's ring); with fold_rows,
+  // every token is its own ring item (the graph's decode layout).
   std::map<Key, std::vector<uint16_t>> gpu(const std::vector<Key>& batch, int part_tokens = 64,
-                                           bool fold_rows = false, bool fused_merge = false) const {
+                                           bool fold_rows = false, bool fused_merge = false, bool ring = false) const {
     const int T = int(batch.size());
     std::vector<int32_t> pos(T), seq(T), bt_flat, bt_off(lens.size());
     for (size_t s = 0; s < lens.size(); ++s) {
@@ -890,13 +892,13 @@ struct AttnFixture {
     const int max_states = int(ws_floats / (cuda::attention_state_floats(hd) * heads));
     cuda::AttnPlan plan =
         cuda::plan_attention(pos.data(), seq.data(), bt_off.data(), T, heads / kv_heads, part_tokens, max_states,
-                             part_tokens == 64);
+                             part_tokens == 64, ring);
     if (fold_rows) {
       plan = cuda::AttnPlan{};
       plan.state_base.assign(size_t(T), -1);
       for (int i = 0; i < T; ++i) plan.items.push_back(cuda::AttnItem{i, 1, -1, bt_off[size_t(seq[size_t(i)])]});
       cuda::AttnLaunch g;
-      g.fold_end = T;
+      (ring ? g.ring_end : g.fold_end) = T;
       plan.launches = {g};
     }
     std::vector<int32_t> items_raw(plan.items.size() * 4);
@@ -1065,6 +1067,26 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   }
   cuda::set_attention_small_item_warps(0);
   cuda::set_attention_tile_kernel(-1);
+  // The ring kernel (whole rows of <= 16 rows, tiles computed by warps in turn, folded in order in
+  // shared memory), every shape: decode rows as their own items (the graph's layout, tiles from 1
+  // to 18, rows in one tile), and items of several tokens at other positions (their rows skip
+  // tiles past their own position): 3 tokens x 4 heads, or 8 x 2 (16 rows), across tile edges.
+  for (int variant : {0, 1, 2, 3, -1}) {  // -1: auto (by CTA count)
+    cuda::set_attention_ring_variant(variant);
+    const std::string how = "ring variant " + std::to_string(variant) + ", heads " + std::to_string(heads) +
+                            ", block size " + std::to_string(bs);
+    const auto rows = f.gpu({{0, 0}, {0, 5}, {0, 64}, {0, 1023}, {0, 1099}, {1, 63}, {1, 899}}, 64, true, false, true);
+    for (const auto& [k, v] : rows) ASSERT_EQ(v, ref.at(k)) << how << ", row item, pos " << k.second;
+    const int n = heads == 8 ? 3 : 8;
+    for (int p0 : {0, 60, 1020, 1099 - n + 1}) {
+      std::vector<AttnFixture::Key> b;
+      for (int p = p0; p < p0 + n; ++p) b.emplace_back(0, p);
+      b.emplace_back(1, 899);
+      const auto got = f.gpu(b, 64, false, false, true);
+      for (const auto& [k, v] : got) ASSERT_EQ(v, ref.at(k)) << how << ", items from " << p0 << ", pos " << k.second;
+    }
+  }
+  cuda::set_attention_ring_variant(-1);
   if (heads == 8) continue;
   // Decode rows as whole-row items folded in one CTA each (the graph's fold layout).
   for (int fold_pv : {0, 1, 2, 3}) {

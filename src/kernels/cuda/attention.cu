@@ -37,6 +37,15 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
 }
+// 16 bytes, or (bytes == 0) 16 zero bytes without reading src.
+__device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, uint32_t bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes));
+}
+// The barrier gets this thread's arrival once every cp.async it has issued so far has landed (the
+// arrival is counted in the barrier's init count: .noinc).
+__device__ __forceinline__ void cp_async_arrive_on(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 // sm_90 bulk copies into shared memory, completing on an mbarrier (one phase per CTA here).
@@ -50,6 +59,7 @@ __device__ __forceinline__ void bulk_copy_to_smem(void* dst, const void* src, ui
                "l"(src), "r"(bytes), "r"(smem_addr(bar))
                : "memory");
 }
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) { mbar_arrive_at(smem_addr(bar)); }
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) { mbar_wait_at(smem_addr(bar), parity); }
 __device__ __forceinline__ void mbar_wait_phase0(uint64_t* bar) { mbar_wait(bar, 0); }
 
@@ -318,12 +328,15 @@ __device__ __forceinline__ void fold_scalars(float& m, float& l, float mi, float
 }
 
 // Rows of the CTA for this thread: (token, head, position) of rows gid and gid + 8 of its warp.
+// row_warp: the warp's place in the item's rows (its warp index; 0 in the ring kernel, whose
+// consumer warps all hold rows 0..15).
 template <int HD>
 __device__ __forceinline__ void row_setup(const AttnArgs& a, const AttnItem& item, int kvh, int (&pos)[2],
-                                          int (&token)[2], int (&head)[2], bool (&valid)[2]) {
+                                          int (&token)[2], int (&head)[2], bool (&valid)[2],
+                                          int row_warp = int(threadIdx.x >> 5)) {
   const int group = a.heads / a.kv_heads;
   const int R = item.count * group;
-  const int warp = threadIdx.x >> 5, gid = (threadIdx.x & 31) >> 2;
+  const int warp = row_warp, gid = (threadIdx.x & 31) >> 2;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = warp * 16 + h * 8 + gid;
@@ -846,6 +859,213 @@ __global__ void __launch_bounds__(kThreads, PVC > 0 ? 3 : 1) attention_fold_kern
     if (valid[h]) store_out<T, HD>(a, token[h], head[h], acc, h, l[h]);
 }
 
+// Whole-row items of <= 16 rows (the contract's decode at larger batches; parts of one tile): one
+// CTA per (item, kv head), three roles. Two producer warps stream the rows' tiles through a ring
+// of S stages (cp.async of 16 bytes, each warp instruction two or more whole rows, the stage's
+// barrier getting each producer thread's arrival when its copies have landed; zero-filled past the
+// rows). CW consumer warps take the tiles in turn (tile t: warp t % CW), each computing its tile's
+// state as the tile kernel does (the tile from m = -inf: mn, sum, P·V, the same words of K and V
+// in the same MMAs) into its state slot in shared memory. The folder warp folds the states in tile
+// order into a running state in its registers (the fold kernel's step: the merge's fold in the
+// merge's order) and stores the rows' outputs. So the bits are the tile kernel + merge's and the
+// fold kernel's (cuda_ops_test), with no states through memory and no merge launch; the copies of
+// later tiles are in flight while earlier ones are computed, and the fold chain is one warp's
+// (s23_d: consumers folding in turn into shared memory waited mostly on each other).
+// (Bulk copies of one row each, issued one lane at a time, made the producers the limit: s23_a,
+// 8B at 32 sequences 100.8 us a layer; so did slot arithmetic per copy: s23_c.)
+// A state slot holds each consumer lane's fragment elements (P·V's (n, c) at [(4n + c) * 32 +
+// lane], then mn and sum of its rows gid, gid + 8): the folder's lanes hold the same rows.
+template <int HD>
+struct RingState {
+  static constexpr int kAcc = HD / 2 * 32;  // floats: HD / 8 * 4 elements a lane
+  static constexpr int kFloats = kAcc + 4 * 32;
+};
+template <typename T, int HD, int CW, int S>
+struct RingLayout {
+  // CW <= S: a consumer never waits on a stage's phase while the phase before is still pending
+  // (a parity wait cannot tell those apart).
+  static_assert(CW <= S, "a consumer may not run a ring ahead of the stage it waits on");
+  static constexpr int kProducers = 2;  // each copies the K and V rows of 32 keys
+  static constexpr int kFolder = CW;    // warp index of the folder; the producers follow it
+  static constexpr int kThreads = (CW + 1 + kProducers) * 32;
+  static constexpr size_t kStateOffset = size_t(S) * Smem<HD>::kStageElems * sizeof(T);
+  static constexpr size_t kBarOffset = kStateOffset + size_t(CW) * RingState<HD>::kFloats * sizeof(float);
+  static constexpr size_t kBytes = kBarOffset + size_t(2 * S + 2 * CW) * sizeof(uint64_t);
+};
+template <typename T, int HD, int CW, int S, int MINB>
+__global__ void __launch_bounds__(RingLayout<T, HD, CW, S>::kThreads, MINB) attention_ring_kernel(AttnArgs a,
+                                                                                                   int item_offset) {
+  using L = RingLayout<T, HD, CW, S>;
+  using St = RingState<HD>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* stages = reinterpret_cast<T*>(smem_raw);
+  float* states = reinterpret_cast<float*>(smem_raw + L::kStateOffset);    // [CW] slots, one a consumer
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + L::kBarOffset);  // [S]: a stage's copies landed
+  uint64_t* empty = full + S;                                               // [S]: its consumer has read it
+  uint64_t* state_full = empty + S;                                         // [CW]: a slot holds a state
+  uint64_t* state_empty = state_full + CW;                                  // [CW]: the folder has read it
+  // Step inputs first (read_step_inputs_before_pdl in common.cuh): they overlap the kernel before.
+  const AttnItem item = a.items[item_offset + blockIdx.x];
+  if (item.count == 0) return;  // graph padding (uniform over the CTA: before any barrier)
+  const int kvh = blockIdx.y;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int32_t* bt = a.block_tables + item.bt_offset;
+  int maxpos = 0;
+  for (int i = 0; i < item.count; ++i) maxpos = max(maxpos, a.positions[item.first + i]);
+  const int limit = maxpos + 1, ntiles = maxpos / kTile + 1;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(&full[s], L::kProducers * 32);  // every producer thread, once its copies have landed
+      mbar_init(&empty[s], 32);                 // every lane of the consumer, after its reads
+    }
+    for (int c = 0; c < CW; ++c) {
+      mbar_init(&state_full[c], 32);   // every lane of the consumer, after its state's stores
+      mbar_init(&state_empty[c], 32);  // every lane of the folder, after its reads
+    }
+  }
+  __syncthreads();  // the barriers are initialized before anyone uses them
+  if (warp > L::kFolder) {
+    // Producer p: K and V rows of keys 32p .. 32p + 31 of every tile, tile t into stage t % S once
+    // the stage's previous tile (t - S) is read. Lane l finds the cache offset of key 32p + l once
+    // a tile (block ids of the next tile read ahead); a warp instruction then copies 32 / (HD / 8)
+    // whole rows (lane: row lane / (HD / 8), 16-byte chunk lane % (HD / 8)), each lane taking its
+    // row's offset by a shuffle.
+    constexpr int kChunks = HD / 8, kRowsPer = 32 / kChunks;
+    const int sub = lane / kChunks, chunk = lane % kChunks, key0 = (warp - L::kFolder - 1) * 32;
+    const T* kc = static_cast<const T*>(a.k_cache) + int64_t(kvh) * HD + chunk * 8;
+    const T* vc = static_cast<const T*>(a.v_cache) + int64_t(kvh) * HD + chunk * 8;
+    const int64_t slot_stride = int64_t(a.kv_heads) * HD;
+    TileBlocks blocks(bt, 0, min(kTile, limit), a.block_size);
+    pdl_begin();  // the cache rows of this step are written by the kernels before this one
+    for (int t = 0; t < ntiles; ++t) {
+      const int s = t % S, t0 = t * kTile;
+      const int64_t mine = blocks.slot(t0 + key0 + lane) * slot_stride;  // every lane (a shuffle)
+      const bool mine_in = t0 + key0 + lane < limit;  // past the rows: zeros, never read from the cache
+      if (t + 1 < ntiles) blocks = TileBlocks(bt, t0 + kTile, min(t0 + 2 * kTile, limit), a.block_size);
+      if (t >= S) mbar_wait(&empty[s], uint32_t((t / S - 1) & 1));
+      T* ks = stages + size_t(s) * Smem<HD>::kStageElems + (key0 + sub) * Smem<HD>::kKStride + chunk * 8;
+      T* vs = stages + size_t(s) * Smem<HD>::kStageElems + Smem<HD>::kKElems + (key0 + sub) * Smem<HD>::kVStride +
+              chunk * 8;
+#pragma unroll
+      for (int i = 0; i < 32 / kRowsPer; ++i) {
+        const int r = i * kRowsPer + sub;
+        const int64_t off = __shfl_sync(0xffffffffu, mine, r);
+        const bool in = __shfl_sync(0xffffffffu, mine_in, r);
+        cp_async16_zfill(ks + i * kRowsPer * Smem<HD>::kKStride, kc + (in ? off : 0), in ? 16u : 0u);
+        cp_async16_zfill(vs + i * kRowsPer * Smem<HD>::kVStride, vc + (in ? off : 0), in ? 16u : 0u);
+      }
+      cp_async_arrive_on(&full[s]);
+    }
+    return;
+  }
+  int pos[2], token[2], head[2];
+  bool valid[2];
+  row_setup<HD>(a, item, kvh, pos, token, head, valid, 0);
+  pdl_begin();  // q is written by the kernel before this one
+  bool any_row[2];  // uniform: halves without a row (a decode item of a group < 8) skip the states
+#pragma unroll
+  for (int h = 0; h < 2; ++h) any_row[h] = __any_sync(0xffffffffu, valid[h]);
+  if (warp == L::kFolder) {
+    // The fold kernel's step per tile, in tile order: tile 0 starts the state, a later tile folds
+    // into it (rows with keys in it); then out = acc / l.
+    float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f}, acc[HD / 8][4];
+    for (int t = 0; t < ntiles; ++t) {
+      const int c = t % CW;
+      const float* st = states + size_t(c) * St::kFloats;
+      mbar_wait(&state_full[c], uint32_t((t / CW) & 1));
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (!any_row[h]) continue;
+        const bool active = valid[h] && t * kTile <= pos[h];
+        const float mn = st[St::kAcc + h * 32 + lane], lt = fadd(0.0f, st[St::kAcc + 64 + h * 32 + lane]);
+        float fa = 0.0f, fb = 0.0f;
+        if (t == 0) m[h] = mn, l[h] = lt;
+        else if (active) fold_scalars(m[h], l[h], mn, lt, fa, fb);
+#pragma unroll
+        for (int n = 0; n < HD / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float o = fadd(0.0f, st[(4 * n + 2 * h + e) * 32 + lane]);
+            float& r = acc[n][2 * h + e];
+            if (t == 0) r = o;
+            else if (active) r = fadd(fmul(r, fa), fmul(o, fb));
+          }
+      }
+      mbar_arrive(&state_empty[c]);  // this lane's reads of the slot are done
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (valid[h]) store_out<T, HD>(a, token[h], head[h], acc, h, l[h]);
+    return;
+  }
+  uint32_t qa[HD / 16][4];
+  load_q<T, HD>(a, token, head, valid, qa);
+  const float fresh[2] = {kNegInf, kNegInf};
+  float* st = states + size_t(warp) * St::kFloats;
+  for (int t = warp; t < ntiles; t += CW) {
+    const int s = t % S;
+    mbar_wait(&full[s], uint32_t((t / S) & 1));
+    const T* ks = stages + size_t(s) * Smem<HD>::kStageElems;
+    float mn[2], sum[2], o[HD / 8][4];
+    bool active[2];
+    tile_compute<T, HD>(qa, KFromSmem<T, HD>{ks}, ks + Smem<HD>::kKElems, t * kTile, pos, valid, fresh, a.scale, mn,
+                        sum, active, o);
+    mbar_arrive(&empty[s]);                                                   // this lane's reads of the stage
+    if (t >= CW) mbar_wait(&state_empty[warp], uint32_t((t / CW - 1) & 1));  // the folder has read tile t - CW
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (!any_row[h]) continue;
+      st[St::kAcc + h * 32 + lane] = mn[h];
+      st[St::kAcc + 64 + h * 32 + lane] = sum[h];
+#pragma unroll
+      for (int n = 0; n < HD / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) st[(4 * n + 2 * h + e) * 32 + lane] = o[n][2 * h + e];
+    }
+    mbar_arrive(&state_full[warp]);  // this lane's part of the state is stored
+  }
+}
+// The ring kernel's shapes (consumer warps, stages, CTAs per SM), one per variant; same bits each.
+// -1 = VERBATIM_ATTN_RING_VARIANT (default 0), else set_attention_ring_variant (tests).
+constexpr int kRingMaxHeadDim = 128;  // a stage of head_dim 256 is 68 KB: too few fit
+constexpr int kRingVariants = 4;
+struct RingKernel {
+  void (*fn)(AttnArgs, int);
+  size_t smem;
+  int threads;
+};
+template <typename T, int HD, int CW, int S, int MINB>
+RingKernel ring_of() {
+  return {attention_ring_kernel<T, HD, CW, S, MINB>, RingLayout<T, HD, CW, S>::kBytes,
+          RingLayout<T, HD, CW, S>::kThreads};
+}
+template <typename T, int HD>
+RingKernel ring_kernel(int variant) {
+  switch (variant) {
+    case 1: return ring_of<T, HD, 4, 5, 1>();  // 4 consumers, 5 stages
+    case 2: return ring_of<T, HD, 2, 2, 2>();  // 2 consumers, 2 stages, 2 CTAs per SM
+    case 3: return ring_of<T, HD, 3, 4, 1>();  // 3 consumers, 4 stages
+    default: return ring_of<T, HD, 4, 4, 1>();  // 4 consumers, 4 stages
+  }
+}
+// -1: VERBATIM_ATTN_RING_VARIANT, else set_attention_ring_variant (tests); either may say auto (-1).
+std::atomic<int> g_ring_variant{-1};
+// Auto: four consumers and five stages while the CTAs fit one to an SM, else two and two at two
+// CTAs per SM (two fold chains and two rings an SM). H200, s23_e, 8B ms/step at 16 / 24 / 32 / 64
+// sequences: 4x5 5.475 / 6.443 / 6.614 / 9.158, 2x2 6.187 / 6.435 / 6.559 / 9.014 (ring off:
+// 6.002 / 6.664 / 7.169 / 9.808).
+int ring_variant(int ctas) {
+  int v = g_ring_variant.load(std::memory_order_relaxed);
+  if (v < 0) {
+    static const int env = [] {
+      const int m = env_int("VERBATIM_ATTN_RING_VARIANT", -1);
+      return m >= 0 && m < kRingVariants ? m : -1;
+    }();
+    v = env;
+  }
+  return v >= 0 ? v : ctas <= sm_count() ? 1 : 2;
+}
+
 // One warp per (multi-part token, head): merge_row.
 template <typename T, int HD>
 __global__ void merge_kernel(AttnArgs a, const int32_t* __restrict__ tokens, const int32_t* __restrict__ num_parts,
@@ -893,6 +1113,12 @@ void prepare_hd() {
   for (auto* k : {attention_fold_kernel<T, HD, 0, false>, attention_fold_kernel<T, HD, 16, false>,
                   attention_fold_kernel<T, HD, 32, true>, attention_fold_kernel<T, HD, 32, true, true>})
     VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(fold_smem_bytes<T, HD>())));
+  if constexpr (HD <= kRingMaxHeadDim) {
+    for (int v = 0; v < kRingVariants; ++v) {
+      const RingKernel k = ring_kernel<T, HD>(v);
+      VB_CUDA(cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(k.smem)));
+    }
+  }
 }
 
 // Warps of the per-part kernel for items of <= 16 rows: 0 = by CTA count, 1 or 4 = forced (tests).
@@ -976,6 +1202,16 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
                fold_smem_bytes<T, HD>(), stream, a, g.fold_begin);
     VB_CUDA_LAUNCHED();
   }
+  if (g.ring_end > g.ring_begin) {
+    if constexpr (HD <= kRingMaxHeadDim) {
+      const RingKernel k = ring_kernel<T, HD>(ring_variant((g.ring_end - g.ring_begin) * a.kv_heads));
+      pdl_launch(k.fn, dim3(g.ring_end - g.ring_begin, a.kv_heads), dim3(k.threads), k.smem, stream, a,
+                 g.ring_begin);
+      VB_CUDA_LAUNCHED();
+    } else {
+      throw Error("cuda attention: the ring kernel takes head_dim <= 128");
+    }
+  }
 }
 
 template <typename T>
@@ -1015,14 +1251,15 @@ int attention_query_tile(int heads_per_kv) { return std::max(1, kRows / heads_pe
 size_t attention_state_floats(int head_dim) { return size_t(head_dim) + 4; }
 
 AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, const int32_t* seq_bt_offset, int T,
-                        int heads_per_kv, int part_tokens, int max_states, bool allow_fold) {
+                        int heads_per_kv, int part_tokens, int max_states, bool allow_fold, bool ring) {
   if (heads_per_kv > kRows) throw Error("cuda attention: more than 64 query heads per kv head");
   if (part_tokens <= 0 || part_tokens % kTile) throw Error("cuda attention: part size must be a multiple of 64");
-  if (allow_fold && part_tokens != kTile) throw Error("cuda attention: folding in the CTA needs parts of one tile");
+  if ((allow_fold || ring) && part_tokens != kTile)
+    throw Error("cuda attention: folding in the CTA needs parts of one tile");
   AttnPlan plan;
   plan.state_base.assign(size_t(T), -1);
   const int qtile = attention_query_tile(heads_per_kv);
-  std::vector<AttnItem> small, large, fold;
+  std::vector<AttnItem> small, large, fold, ring_items;
   AttnLaunch cur;
   int states = 0;
   auto last_pos = [&](const AttnItem& it) {
@@ -1048,12 +1285,15 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
     plan.items.insert(plan.items.end(), large.begin(), large.end());
     cur.large_end = cur.fold_begin = int(plan.items.size());
     plan.items.insert(plan.items.end(), fold.begin(), fold.end());
-    cur.fold_end = int(plan.items.size());
+    cur.fold_end = cur.ring_begin = int(plan.items.size());
+    plan.items.insert(plan.items.end(), ring_items.begin(), ring_items.end());
+    cur.ring_end = int(plan.items.size());
     cur.merge_end = int(plan.merge_tokens.size());
-    if (cur.fold_end > cur.small_begin) plan.launches.push_back(cur);
+    if (cur.ring_end > cur.small_begin) plan.launches.push_back(cur);
     small.clear();
     large.clear();
     fold.clear();
+    ring_items.clear();
     cur = AttnLaunch{};
     cur.merge_begin = int(plan.merge_tokens.size());
     states = 0;
@@ -1069,6 +1309,8 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
     const int bt = seq_bt_offset[token_seq[t]];
     if (allow_fold && rows > 16) {
       fold.push_back(AttnItem{t, end - t, -1, bt});  // finished in its CTA: no states
+    } else if (ring && rows <= 16) {
+      ring_items.push_back(AttnItem{t, end - t, -1, bt});  // finished in its CTA: no states
     } else {
       int tile_states = 0;
       for (int i = t; i < end; ++i) {
@@ -1116,6 +1358,13 @@ void attention_prepare() {
 void set_attention_tile_kernel(int mode) {
   if (mode < -1 || mode > 2) throw Error("cuda attention: tile kernel mode must be -1, 0, 1 or 2");
   g_tile_kernel.store(mode, std::memory_order_relaxed);
+}
+
+bool attention_ring_ok(int head_dim) { return head_dim <= kRingMaxHeadDim; }
+
+void set_attention_ring_variant(int variant) {
+  if (variant < -1 || variant >= kRingVariants) throw Error("cuda attention: ring variant must be -1 to 3");
+  g_ring_variant.store(variant, std::memory_order_relaxed);
 }
 
 void set_attention_fold_pv(int mode) {

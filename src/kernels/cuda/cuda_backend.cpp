@@ -368,6 +368,15 @@ struct CudaBackend::Impl {
     return num_seqs >= 16 ? 1024 : 128;
   }
 
+  // Contract steps of >= VERBATIM_ATTN_RING_MIN_BATCH sequences (default 16; 0: never) run their
+  // <= 16-row query tiles in the ring kernel (whole rows folded in the CTA) instead of per-tile
+  // parts and a merge. Same bits (cuda_ops_test); speed only: with few (sequence, kv head) CTAs
+  // the per-part kernels spread a row over more SMs.
+  bool use_ring(int num_seqs) const {
+    static const int ring_min = cuda::env_int("VERBATIM_ATTN_RING_MIN_BATCH", 16);
+    return !opt.fast && ring_min > 0 && num_seqs >= ring_min && cuda::attention_ring_ok(int(c.head_dim));
+  }
+
   // Device pointers and launch plan of one step (eager: d_in; graph: g_in at fixed addresses).
   struct Step {
     int T = 0;
@@ -683,13 +692,13 @@ void CudaBackend::Impl::forward(const ForwardBatch& b) {
     bt_offset[s] = int32_t(bt_total);
     bt_total += b.block_tables[s].size();
   }
-  int num_seqs = 0;  // sequences with tokens in this step (only fast mode reads it)
+  int num_seqs = 0;  // sequences with tokens in this step (fast mode's part size; the ring kernel)
   for (int t = 0; t < T; ++t) num_seqs += t == 0 || b.token_seq[size_t(t)] != b.token_seq[size_t(t - 1)];
   const size_t state_floats = cuda::attention_state_floats(int(hd)) * size_t(nh);
   const int max_states = int(ws_bytes / (state_floats * sizeof(float)));
   const int part = part_tokens(num_seqs);
   AttnPlan plan = cuda::plan_attention(b.positions.data(), b.token_seq.data(), bt_offset.data(), T, nh / nkv, part,
-                                       max_states, /*allow_fold=*/part == 64);
+                                       max_states, /*allow_fold=*/part == 64, use_ring(num_seqs));
   // Layout of the upload: tokens, positions, slots, state_base, block tables, merge tokens,
   // merge parts, logit rows, items (4 ints each).
   const size_t n_items = plan.items.size(), n_merge = plan.merge_tokens.size(), R = b.logit_rows.size();
@@ -839,6 +848,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
     return e ? std::atoi(e) : 0;
   }();
   const bool fold = !opt.fast && fold_min > 0 && B >= fold_min;
+  const bool ring = !fold && use_ring(B);
   int parts = 1;
   for (int32_t p : b.positions) parts = std::max(parts, p / part + 1);
   const int parts_cap = cuda::graph_parts_cap(parts);
@@ -883,7 +893,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
     hi[o_sb + i] = nparts > 1 ? i * parts_cap : -1;
     hi[o_mt + i] = i;
     hi[o_mp + i] = nparts;
-    if (fold) {
+    if (fold || ring) {
       const AttnItem it{i, real ? 1 : 0, -1, off};
       std::memcpy(hi + o_it + size_t(i) * 4, &it, sizeof it);
     } else {
@@ -896,7 +906,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
   const size_t used = o_bt + bt_at;
   VB_CUDA(cudaMemcpyAsync(g_in, hg_in, used * 4, cudaMemcpyHostToDevice, stream));
   staging_uploaded();
-  const GraphKey key{bucket, fold ? 0 : parts_cap, part};
+  const GraphKey key{bucket, fold ? 0 : ring ? -1 : parts_cap, part};
   auto it = graphs.find(key);
   if (it == graphs.end()) {
     Step st;
@@ -912,6 +922,8 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
     cuda::AttnLaunch g;
     if (fold) {
       g.fold_end = bucket;  // whole-row items, padded with empty ones; no states, no merge
+    } else if (ring) {
+      g.ring_end = bucket;  // the same items, in the ring kernel
     } else {
       g.small_end = bucket * parts_cap;  // per-part items, padded with empty ones
       g.large_begin = g.large_end = g.fold_begin = g.fold_end = g.small_end;

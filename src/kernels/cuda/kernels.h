@@ -220,7 +220,7 @@ void kv_write(const void* k, const void* v, int64_t ld, int64_t T, int kv_heads,
 // One attention work item: query tokens [first, first + count) of one sequence (contiguous in the
 // batch, all sharing `bt_offset`). part >= 0: the split-KV part `part` only (its state goes to the
 // merge unless the row has a single part); part == -1: every part of the rows, folded in order in
-// the CTA (contract mode, part_tokens == 64 only). count == 0: nothing (padding of a CUDA graph).
+// the CTA (contract mode, part_tokens == 64 only: the fold kernel, or for <= 16 rows the ring kernel). count == 0: nothing (padding of a CUDA graph).
 struct AttnItem {
   int32_t first;
   int32_t count;
@@ -252,6 +252,7 @@ struct AttnLaunch {
   int small_begin = 0, small_end = 0;  // per-part items of <= 16 rows: one-warp CTAs
   int large_begin = 0, large_end = 0;  // per-part items of up to 64 rows: four-warp CTAs
   int fold_begin = 0, fold_end = 0;    // whole-row items (part == -1): four-warp CTAs
+  int ring_begin = 0, ring_end = 0;    // whole-row items of <= 16 rows: the ring kernel
   int merge_begin = 0, merge_end = 0;  // into merge_tokens / merge_parts
 };
 // Per (token, head), keys are cut into tiles of 64 absolute positions (cpu::kAttnTile) and
@@ -296,9 +297,18 @@ struct AttnPlan {
 };
 // positions/token_seq: [T]; seq_bt_offset[s]: offset of sequence s's block table. Tokens of one
 // sequence must be contiguous. part_tokens: split-KV part size (a multiple of 64); allow_fold:
-// query tiles of more than 16 rows fold their parts in one CTA (needs part_tokens == 64).
+// query tiles of more than 16 rows fold their parts in one CTA (needs part_tokens == 64); ring:
+// query tiles of <= 16 rows too, in the ring kernel (part_tokens == 64, attention_ring_ok).
 AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, const int32_t* seq_bt_offset, int T,
-                        int heads_per_kv, int part_tokens, int max_states, bool allow_fold);
+                        int heads_per_kv, int part_tokens, int max_states, bool allow_fold, bool ring = false);
+// The ring kernel (whole-row items of <= 16 rows: producer warps stream the tiles through a ring of
+// stages, consumer warps compute their states in turn, a folder warp folds them in tile order)
+// takes this head_dim. Its shape: variant 0 4 consumer warps and 4 stages, 1 four and five, 2 two
+// and two (2 CTAs per SM), 3 three and four; -1 VERBATIM_ATTN_RING_VARIANT, whose default (auto)
+// is 1 while the CTAs fit one to an SM, else 2.
+// Same bits every way: the tile kernel + merge's (cuda_ops_test).
+bool attention_ring_ok(int head_dim);
+void set_attention_ring_variant(int variant);
 
 // ---- Sampler (sampler.cu): per logit row, as engine/sampler.h (same steps and tie rules; the
 // sums are fixed-order block reductions instead of one sequential accumulator: the log-softmax
