@@ -1362,6 +1362,17 @@ void set_attention_tile_kernel(int mode) {
 
 bool attention_ring_ok(int head_dim) { return head_dim <= kRingMaxHeadDim; }
 
+bool attention_ring_pays(int ctas) {
+  // H200, s23_f, ms/step with the ring against without: it wins from 64 CTAs on (8B at 8
+  // sequences 5.307 -> 5.217, at 16 5.930 -> 5.415, at 64 9.814 -> 8.971) but loses with a second
+  // wave of its 2-per-SM CTAs under 3/4 full (48 sequences, 384 CTAs over 264 places: 8B 8.369 ->
+  // 8.436, 0.6B 3.497 -> 3.634), where per-tile CTAs spread evenly.
+  const int wave = 2 * sm_count();
+  if (ctas <= wave) return true;
+  const int last = ctas % wave;
+  return last == 0 || 4 * last >= 3 * wave;
+}
+
 void set_attention_ring_variant(int variant) {
   if (variant < -1 || variant >= kRingVariants) throw Error("cuda attention: ring variant must be -1 to 3");
   g_ring_variant.store(variant, std::memory_order_relaxed);

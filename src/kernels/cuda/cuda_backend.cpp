@@ -368,13 +368,15 @@ struct CudaBackend::Impl {
     return num_seqs >= 16 ? 1024 : 128;
   }
 
-  // Contract steps of >= VERBATIM_ATTN_RING_MIN_BATCH sequences (default 16; 0: never) run their
+  // Contract steps of >= VERBATIM_ATTN_RING_MIN_BATCH sequences (default 8; 0: never) run their
   // <= 16-row query tiles in the ring kernel (whole rows folded in the CTA) instead of per-tile
-  // parts and a merge. Same bits (cuda_ops_test); speed only: with few (sequence, kv head) CTAs
-  // the per-part kernels spread a row over more SMs.
+  // parts and a merge, where its (sequence, kv head) CTAs fill the waves (attention_ring_pays).
+  // Same bits (cuda_ops_test); speed only: with few CTAs the per-part kernels spread a row over
+  // more SMs (s23_f: 8B at 4 sequences 5.077 ms without, 5.173 with).
   bool use_ring(int num_seqs) const {
-    static const int ring_min = cuda::env_int("VERBATIM_ATTN_RING_MIN_BATCH", 16);
-    return !opt.fast && ring_min > 0 && num_seqs >= ring_min && cuda::attention_ring_ok(int(c.head_dim));
+    static const int ring_min = cuda::env_int("VERBATIM_ATTN_RING_MIN_BATCH", 8);
+    return !opt.fast && ring_min > 0 && num_seqs >= ring_min && cuda::attention_ring_ok(int(c.head_dim)) &&
+           cuda::attention_ring_pays(num_seqs * nkv_l);
   }
 
   // Device pointers and launch plan of one step (eager: d_in; graph: g_in at fixed addresses).
