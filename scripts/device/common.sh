@@ -182,6 +182,13 @@ run_test() {
   say "$1 rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/$1.log | tr '\n' ' ')"
   grep -E "FAILED|Failure|differs" $OUT/$1.log | head -10 | tee -a $LOG
 }
+# ops_attention: the attention op tests alone (~7 s; every kernel and variant against the merge
+# path), log $OUT/ops_attn.log.
+ops_attention() {
+  timeout 60 "$VB_BIN/cuda_ops_test" --gtest_filter='*Attention*' > $OUT/ops_attn.log 2>&1
+  say "attention op tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/ops_attn.log | tr '\n' ' ')"
+  grep -E "FAILED|Failure|differs" $OUT/ops_attn.log | head -10 | tee -a $LOG
+}
 # inv TAG DIR DTYPE [VAR=value...]: the invariance matrix on DIR in one dtype, log $OUT/inv_TAG.log.
 inv() {
   local tag=$1 dir=$2 dt=$3

@@ -9,9 +9,7 @@
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
 call_start s23_c 300
-timeout 60 "$VB_BIN/cuda_ops_test" --gtest_filter='*Attention*' > $OUT/ops_attn.log 2>&1
-say "attention op tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/ops_attn.log | tr '\n' ' ')"
-grep -E "FAILED|Failure|differs" $OUT/ops_attn.log | head -10 | tee -a $LOG
+ops_attention
 inv 06_bf16 $W/m06 bfloat16 VERBATIM_TEST_EXPECT_DIGEST=b786d32f1ed65f55
 wait_for $W/m8 100
 export EB_MIN_LEFT=30 EB_PREFILL=0 EB_BATCHES=16,32,64
