@@ -1050,10 +1050,11 @@ RingKernel ring_kernel(int variant) {
 }
 // -1: VERBATIM_ATTN_RING_VARIANT, else set_attention_ring_variant (tests); either may say auto (-1).
 std::atomic<int> g_ring_variant{-1};
-// Auto: four consumers and five stages while the CTAs fit one to an SM, else two and two at two
-// CTAs per SM (two fold chains and two rings an SM). H200, s23_e, 8B ms/step at 16 / 24 / 32 / 64
-// sequences: 4x5 5.475 / 6.443 / 6.614 / 9.158, 2x2 6.187 / 6.435 / 6.559 / 9.014 (ring off:
-// 6.002 / 6.664 / 7.169 / 9.808).
+// Auto: four consumers and five stages at one CTA per SM, or two and two at two per SM, whichever
+// has the cheaper waves; a wave of the second costs ~1.85 of the first's (ncu, 8B at 1k context:
+// 28.5 us for 128 CTAs, 51.2 for 256). H200 8B ms/step, 4x5 / 2x2 / per-tile kernels + merge:
+// 16 sequences 5.475 / 6.187 / 6.002 and 32 6.614 / 6.559 / 7.169 (s23_e); 40 8.067 / 8.627 / 8.195,
+// 48 7.957 / 8.469 / 8.377, 56 8.804 / 8.623 / 9.105 (s23_h).
 int ring_variant(int ctas) {
   int v = g_ring_variant.load(std::memory_order_relaxed);
   if (v < 0) {
@@ -1063,7 +1064,9 @@ int ring_variant(int ctas) {
     }();
     v = env;
   }
-  return v >= 0 ? v : ctas <= sm_count() ? 1 : 2;
+  if (v >= 0) return v;
+  const int w1 = ceil_div(ctas, sm_count()), w2 = ceil_div(ctas, 2 * sm_count());
+  return 20 * w1 <= 37 * w2 ? 1 : 2;
 }
 
 // One warp per (multi-part token, head): merge_row.
@@ -1361,17 +1364,6 @@ void set_attention_tile_kernel(int mode) {
 }
 
 bool attention_ring_ok(int head_dim) { return head_dim <= kRingMaxHeadDim; }
-
-bool attention_ring_pays(int ctas) {
-  // H200, s23_f, ms/step with the ring against without: it wins from 64 CTAs on (8B at 8
-  // sequences 5.307 -> 5.217, at 16 5.930 -> 5.415, at 64 9.814 -> 8.971) but loses with a second
-  // wave of its 2-per-SM CTAs under 3/4 full (48 sequences, 384 CTAs over 264 places: 8B 8.369 ->
-  // 8.436, 0.6B 3.497 -> 3.634), where per-tile CTAs spread evenly.
-  const int wave = 2 * sm_count();
-  if (ctas <= wave) return true;
-  const int last = ctas % wave;
-  return last == 0 || 4 * last >= 3 * wave;
-}
 
 void set_attention_ring_variant(int variant) {
   if (variant < -1 || variant >= kRingVariants) throw Error("cuda attention: ring variant must be -1 to 3");

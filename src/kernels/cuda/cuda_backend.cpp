@@ -370,13 +370,13 @@ struct CudaBackend::Impl {
 
   // Contract steps of >= VERBATIM_ATTN_RING_MIN_BATCH sequences (default 8; 0: never) run their
   // <= 16-row query tiles in the ring kernel (whole rows folded in the CTA) instead of per-tile
-  // parts and a merge, where its (sequence, kv head) CTAs fill the waves (attention_ring_pays).
-  // Same bits (cuda_ops_test); speed only: with few CTAs the per-part kernels spread a row over
-  // more SMs (s23_f: 8B at 4 sequences 5.077 ms without, 5.173 with).
+  // parts and a merge. Same bits (cuda_ops_test); speed only: with few (sequence, kv head) CTAs
+  // the per-part kernels spread a row over more SMs (s23_f, 8B ms/step without / with: 4
+  // sequences 5.077 / 5.173, 8 5.307 / 5.217, 16 5.930 / 5.415; s23_h: 40-56 sequences -2 to -5%
+  // with the shape chosen by waves).
   bool use_ring(int num_seqs) const {
     static const int ring_min = cuda::env_int("VERBATIM_ATTN_RING_MIN_BATCH", 8);
-    return !opt.fast && ring_min > 0 && num_seqs >= ring_min && cuda::attention_ring_ok(int(c.head_dim)) &&
-           cuda::attention_ring_pays(num_seqs * nkv_l);
+    return !opt.fast && ring_min > 0 && num_seqs >= ring_min && cuda::attention_ring_ok(int(c.head_dim));
   }
 
   // Device pointers and launch plan of one step (eager: d_in; graph: g_in at fixed addresses).

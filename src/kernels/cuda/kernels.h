@@ -305,12 +305,9 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
 // stages, consumer warps compute their states in turn, a folder warp folds them in tile order)
 // takes this head_dim. Its shape: variant 0 4 consumer warps and 4 stages, 1 four and five, 2 two
 // and two (2 CTAs per SM), 3 three and four; -1 VERBATIM_ATTN_RING_VARIANT, whose default (auto)
-// is 1 while the CTAs fit one to an SM, else 2.
+// is 1 or 2, whichever has the cheaper waves for the launch's CTAs.
 // Same bits every way: the tile kernel + merge's (cuda_ops_test).
 bool attention_ring_ok(int head_dim);
-// Whether `ctas` (sequence, kv head) CTAs of the ring kernel fill the GPU's waves well enough to
-// beat the per-tile kernels (one wave at 2 per SM, or a last wave at least 3/4 full).
-bool attention_ring_pays(int ctas);
 void set_attention_ring_variant(int variant);
 
 // ---- Sampler (sampler.cu): per logit row, as engine/sampler.h (same steps and tie rules; the
