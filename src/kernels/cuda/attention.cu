@@ -9,7 +9,8 @@
 // are grouped differently from the CPU's 16 lanes, but identically for every batch.
 // Split-KV: keys are grouped in parts of `part_tokens` positions (a fixed size in tokens, never a
 // fixed count). A token whose keys span several parts gets one (m, l, acc) state per part; the
-// merge folds them in part order: m' = max(m, m_i), l = l·e^(m-m') + l_i·e^(m_i-m'), acc likewise.
+// merge folds them in part order: m' = max(m, m_i), l = l·e^(m-m') + l_i·e^(m_i-m'), acc likewise
+// (the fold and ring kernels fold a row's one-tile states in the CTA with the same step, in order).
 // The rows of one CTA are (query token, head of the kv group) pairs of one sequence; rows never
 // interact in an MMA, and a row skips tiles past its own position, so a row's result depends on
 // its q and on K/V at positions 0..pos only: not on which other rows share the CTA.

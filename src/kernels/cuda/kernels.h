@@ -260,8 +260,9 @@ struct AttnLaunch {
 // (probabilities rounded before P·V); parts are then folded in position order:
 // m' = max(m, m_i), l = l·e^(m-m') + l_i·e^(m_i-m'), acc = acc·e^(m-m') + acc_i·e^(m_i-m'),
 // out = round(acc / l). The contract uses parts of one tile (64): a decode row's tiles spread
-// over many CTAs (then attention_merge folds them), a prefill tile of rows folds its tiles in
-// the CTA; both are the same arithmetic, so prefill, chunked prefill and decode give one result.
+// over many CTAs (then attention_merge folds them) or, at 8+ sequences, over one CTA's warps (the
+// ring kernel folds them in the CTA), a prefill tile of rows folds its tiles in the CTA; all are
+// the same arithmetic, so prefill, chunked prefill and decode give one result.
 void attention(const AttnArgs& a, const AttnLaunch& g, DType t, cudaStream_t stream);
 // Folds the part states of the group's multi-part tokens (tokens[i] with num_parts[i] > 1);
 // nothing when a.merge_counters is set (the attention kernels folded them).
