@@ -1067,11 +1067,11 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   }
   cuda::set_attention_small_item_warps(0);
   cuda::set_attention_tile_kernel(-1);
-  // The ring kernel (whole rows of <= 16 rows, tiles computed by warps in turn, folded in order in
-  // shared memory), every shape: decode rows as their own items (the graph's layout, tiles from 1
+  // The ring kernel (whole rows of <= 16 rows, tiles computed by warps in turn, their states folded
+  // in tile order by one warp), every shape: decode rows as their own items (the graph's layout, tiles from 1
   // to 18, rows in one tile), and items of several tokens at other positions (their rows skip
   // tiles past their own position): 3 tokens x 4 heads, or 8 x 2 (16 rows), across tile edges.
-  for (int variant : {0, 1, 2, 3, -1}) {  // -1: auto (by CTA count)
+  for (int variant : {0, 1, 2, 3, -1}) {  // -1: auto (by waves)
     cuda::set_attention_ring_variant(variant);
     const std::string how = "ring variant " + std::to_string(variant) + ", heads " + std::to_string(heads) +
                             ", block size " + std::to_string(bs);

@@ -1027,7 +1027,6 @@ __global__ void __launch_bounds__(RingLayout<T, HD, CW, S>::kThreads, MINB) atte
   }
 }
 // The ring kernel's shapes (consumer warps, stages, CTAs per SM), one per variant; same bits each.
-// -1 = VERBATIM_ATTN_RING_VARIANT (default 0), else set_attention_ring_variant (tests).
 constexpr int kRingMaxHeadDim = 128;  // a stage of head_dim 256 is 68 KB: too few fit
 constexpr int kRingVariants = 4;
 struct RingKernel {

@@ -220,7 +220,8 @@ void kv_write(const void* k, const void* v, int64_t ld, int64_t T, int kv_heads,
 // One attention work item: query tokens [first, first + count) of one sequence (contiguous in the
 // batch, all sharing `bt_offset`). part >= 0: the split-KV part `part` only (its state goes to the
 // merge unless the row has a single part); part == -1: every part of the rows, folded in order in
-// the CTA (contract mode, part_tokens == 64 only: the fold kernel, or for <= 16 rows the ring kernel). count == 0: nothing (padding of a CUDA graph).
+// the CTA (contract mode, part_tokens == 64 only: the fold kernel, or for <= 16 rows the ring
+// kernel). count == 0: nothing (padding of a CUDA graph).
 struct AttnItem {
   int32_t first;
   int32_t count;
