@@ -822,6 +822,20 @@ TEST_P(CudaOps, SiluMulFromPartialsIsTheCpuReference) {
 
 // ---- Attention over a paged cache.
 
+// How AttnFixture::gpu lays a batch out.
+struct AttnRun {
+  int part_tokens = 64;
+  // Every token is its own whole-row item (attention_fold_kernel), as the graph's decode step lays
+  // them out with VERBATIM_DECODE_FOLD_MIN_BATCH.
+  bool fold_rows = false;
+  // The merge runs in the attention kernels (AttnArgs::merge_counters); the counters must be back
+  // at zero afterwards (the next layer reuses them).
+  bool fused_merge = false;
+  // Query tiles of <= 16 rows run in the ring kernel (plan_attention's ring); with fold_rows, every
+  // token is its own ring item (the graph's decode layout).
+  bool ring = false;
+};
+
 struct AttnFixture {
   DType t;
   int heads, kv_heads, hd, block_size = 16;
@@ -864,17 +878,12 @@ struct AttnFixture {
   }
 
   using Key = std::pair<int, int>;  // (seq, pos)
-  // Runs one batch (tokens listed in order; a sequence's tokens contiguous) on the GPU.
-  // Runs one batch (tokens listed in order; a sequence's tokens contiguous) on the GPU. The
-  // contract's layout: parts of one tile, query tiles of more than 16 rows folded in one CTA.
-  // fold_rows: every token is its own whole-row item (attention_fold_kernel), as the graph's
-  // decode step lays them out with VERBATIM_DECODE_FOLD_MIN_BATCH.
-  // fused_merge: the merge runs in the attention kernels (AttnArgs::merge_counters); the counters
-  // must be back at zero afterwards (the next layer reuses them).
-  // ring: query tiles of <= 16 rows run in the ring kernel (plan_attention's ring); with fold_rows,
-  // every token is its own ring item (the graph's decode layout).
-  std::map<Key, std::vector<uint16_t>> gpu(const std::vector<Key>& batch, int part_tokens = 64,
-                                           bool fold_rows = false, bool fused_merge = false, bool ring = false) const {
+  // Runs one batch (tokens listed in order; a sequence's tokens contiguous) on the GPU, laid out
+  // as AttnRun says (by default the contract's: parts of one tile, query tiles of more than 16
+  // rows folded in one CTA).
+  std::map<Key, std::vector<uint16_t>> gpu(const std::vector<Key>& batch, AttnRun run = {}) const {
+    const int part_tokens = run.part_tokens;
+    const bool fold_rows = run.fold_rows, fused_merge = run.fused_merge, ring = run.ring;
     const int T = int(batch.size());
     std::vector<int32_t> pos(T), seq(T), bt_flat, bt_off(lens.size());
     for (size_t s = 0; s < lens.size(); ++s) {
@@ -1005,7 +1014,7 @@ TEST_P(CudaOps, AttentionRowBitsIndependentOfBatchAndChunking) {
   // Control: parts of two tiles (the online softmax runs across the pair instead of folding
   // per-tile states) change bits of rows past the first tile, so the comparisons above are
   // sensitive to the reduction structure they claim to hold fixed.
-  const auto other = f.gpu(all_tokens(f), 128);
+  const auto other = f.gpu(all_tokens(f), {.part_tokens = 128});
   // The merge fused into the attention kernels, on items of several tokens (chunks of 37 with
   // 2-tile parts: four-warp CTAs of up to 64 rows, not folded in the CTA) and on decode rows:
   // the merge kernel's bits.
@@ -1013,7 +1022,7 @@ TEST_P(CudaOps, AttentionRowBitsIndependentOfBatchAndChunking) {
     std::vector<AttnFixture::Key> b;
     for (int p = p0; p < std::min(700, p0 + 37); ++p) b.emplace_back(0, p);
     b.emplace_back(1, p0 % 300);
-    for (const auto& [k, v] : f.gpu(b, 128, false, true))
+    for (const auto& [k, v] : f.gpu(b, {.part_tokens = 128, .fused_merge = true}))
       ASSERT_EQ(v, other.at(k)) << "fused merge, chunk at " << p0 << ": seq " << k.first << " pos " << k.second;
   }
   int differ = 0;
@@ -1056,11 +1065,11 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
     for (bool fused : {false, true}) {
     const std::string how_f = how + (fused ? ", merge fused" : ", merge kernel");
     for (int p : {0, 5, 63, 64, 100, 1023, 1024, 1025, 1087, 1088, 1099}) {
-      const auto got = f.gpu({{0, p}}, 64, false, fused);
+      const auto got = f.gpu({{0, p}}, {.fused_merge = fused});
       ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", " << how_f;
     }
     // A decode step of both sequences, each with many parts.
-    const auto both = f.gpu({{0, 1099}, {1, 899}}, 64, false, fused);
+    const auto both = f.gpu({{0, 1099}, {1, 899}}, {.fused_merge = fused});
     EXPECT_EQ(both.at({0, 1099}), ref.at({0, 1099})) << how_f;
     EXPECT_EQ(both.at({1, 899}), ref.at({1, 899})) << how_f;
     }
@@ -1075,14 +1084,15 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
     cuda::set_attention_ring_variant(variant);
     const std::string how = "ring variant " + std::to_string(variant) + ", heads " + std::to_string(heads) +
                             ", block size " + std::to_string(bs);
-    const auto rows = f.gpu({{0, 0}, {0, 5}, {0, 64}, {0, 1023}, {0, 1099}, {1, 63}, {1, 899}}, 64, true, false, true);
+    const auto rows =
+        f.gpu({{0, 0}, {0, 5}, {0, 64}, {0, 1023}, {0, 1099}, {1, 63}, {1, 899}}, {.fold_rows = true, .ring = true});
     for (const auto& [k, v] : rows) ASSERT_EQ(v, ref.at(k)) << how << ", row item, pos " << k.second;
     const int n = heads == 8 ? 3 : 8;
     for (int p0 : {0, 60, 1020, 1099 - n + 1}) {
       std::vector<AttnFixture::Key> b;
       for (int p = p0; p < p0 + n; ++p) b.emplace_back(0, p);
       b.emplace_back(1, 899);
-      const auto got = f.gpu(b, 64, false, false, true);
+      const auto got = f.gpu(b, {.ring = true});
       for (const auto& [k, v] : got) ASSERT_EQ(v, ref.at(k)) << how << ", items from " << p0 << ", pos " << k.second;
     }
   }
@@ -1091,7 +1101,7 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   // Decode rows as whole-row items folded in one CTA each (the graph's fold layout).
   for (int fold_pv : {0, 1, 2, 3}) {
     cuda::set_attention_fold_pv(fold_pv);
-    const auto folded = f.gpu({{0, 64}, {0, 1099}, {1, 0}, {1, 899}}, 64, true);
+    const auto folded = f.gpu({{0, 64}, {0, 1099}, {1, 0}, {1, 899}}, {.fold_rows = true});
     for (const auto& [k, v] : folded)
       EXPECT_EQ(v, ref.at(k)) << "folded decode row, pos " << k.second << ", fold kernel " << fold_pv;
   }
@@ -1147,6 +1157,41 @@ SamplerRun gpu_sample(const std::vector<float>& logits, int V, const std::vector
   r.top_ids = to_host<int32_t>(dti, size_t(R) * cuda::kMaxTopLogprobs);
   r.top_lps = to_host<float>(dtl, size_t(R) * cuda::kMaxTopLogprobs);
   return r;
+}
+
+// exp and silu feed every softmax, merge and SiLU of the contract: the device's recipe must be the
+// CPU reference's function, so every one of the 2^32 floats is checked (NaN in, NaN out: the
+// payload of an arithmetic NaN is the hardware's, and silu(NaN) adds to one).
+TEST(CudaExp, ExpAndSiluAreTheCpuReferenceOnEveryFloat) {
+  VB_REQUIRE_GPU();
+  constexpr int64_t kChunk = int64_t(1) << 26;
+  DevBuf de(kChunk * sizeof(float)), ds(kChunk * sizeof(float));
+  std::vector<float> ge(kChunk), gs(kChunk);
+  int64_t exp_bad = 0, silu_bad = 0;
+  uint32_t first_bad = 0;
+  for (int64_t first = 0; first < (int64_t(1) << 32); first += kChunk) {
+    cuda::exp_silu_sweep(uint32_t(first), kChunk, de.as<float>(), ds.as<float>(), nullptr);
+    VB_CUDA(cudaMemcpy(ge.data(), de.p, kChunk * sizeof(float), cudaMemcpyDeviceToHost));
+    VB_CUDA(cudaMemcpy(gs.data(), ds.p, kChunk * sizeof(float), cudaMemcpyDeviceToHost));
+#pragma omp parallel for reduction(+ : exp_bad, silu_bad)
+    for (int64_t i = 0; i < kChunk; ++i) {
+      const uint32_t bits = uint32_t(first + i);
+      float x;
+      std::memcpy(&x, &bits, 4);
+      const float we = cpu::exp_f32(x), ws = cpu::silu_f32(x);
+      uint32_t a, b, c, d;
+      std::memcpy(&a, &we, 4);
+      std::memcpy(&b, &ge[size_t(i)], 4);
+      std::memcpy(&c, &ws, 4);
+      std::memcpy(&d, &gs[size_t(i)], 4);
+      const bool nan_in = x != x;
+      if (a != b) ++exp_bad;
+      if (nan_in ? gs[size_t(i)] == gs[size_t(i)] : c != d) ++silu_bad;
+    }
+    if ((exp_bad || silu_bad) && !first_bad) first_bad = uint32_t(first) | 1u;
+  }
+  EXPECT_EQ(exp_bad, 0) << "first failing chunk starts at bits " << std::hex << (first_bad & ~1u);
+  EXPECT_EQ(silu_bad, 0) << "first failing chunk starts at bits " << std::hex << (first_bad & ~1u);
 }
 
 TEST(CudaSampler, FollowsTheCpuSamplerAndIsRowInvariant) {

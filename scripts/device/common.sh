@@ -136,6 +136,19 @@ ncu_steps() {
   python3 scripts/device/ncu_summary.py $W/ncu_$1.csv $OUT/ncu_$1.txt $OUT/ncu_$1_seq.txt > /dev/null
   head -16 $OUT/ncu_$1.txt | tee -a $LOG
 }
+# ncu_kernel TAG BIN DIR BATCHES REGEX [VAR=value...]: durations of the kernels matching REGEX in two
+# decode steps of BIN's engine-bench on DIR at each of BATCHES (comma list; zeroed cache, context
+# 1024), ncu serialized; per (kernel, grid) sums to $OUT/ncu_TAG.txt and the log.
+ncu_kernel() {
+  local tag=$1 bin=$2 dir=$3 batches=$4 re=$5
+  shift 5
+  env "$@" timeout 120 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+    -k regex:"$re" --launch-count 2000 "$bin" engine-bench --model "$dir" --device cuda --batches "$batches" \
+    --context 1024 --steps 2 --prefill 0 --no-context-prefill > $W/ncu_$tag.csv 2> $W/ncu_$tag.err
+  say "ncu $tag rc=$? $*"
+  python3 scripts/device/ncu_summary.py $W/ncu_$tag.csv $OUT/ncu_$tag.txt > /dev/null
+  head -6 $OUT/ncu_$tag.txt | tee -a $LOG
+}
 # http_check DIR: two `verbatim serve --device cuda` on DIR (A: default KV at 0.3 of the GPU; B: 48
 # KV blocks and 64-token steps, so preemption and chunked prefill), `verbatim check` with 64
 # users greedy A vs B, then seeded on B; JSON and logs to $OUT.

@@ -45,14 +45,18 @@ template <typename T> __device__ __forceinline__ float hi_f(uint32_t v) {
   return to_f(*reinterpret_cast<T*>(&b));
 }
 
-// cpu::exp_f32 (kernels/cpu/exp.cpp) operation for operation: same constants, same order, no FMA,
-// so it returns the CPU reference's bits.
+// cpu::exp_f32 (kernels/cpu/exp_impl.h) operation for operation: same constants, same order, no
+// FMA, so it returns the CPU reference's bits. Branch-free as the CPU recipe (out-of-range inputs
+// run the polynomial on 0, then the special value is selected): early returns made each call its
+// own basic block, so a thread's 16 or 32 exps of a tile ran one after another (ptxas cannot
+// interleave across the branches); straight-line, their chains overlap.
 __device__ __forceinline__ float exp_f32(float x) {
-  if (x != x) return x;
-  if (x > 88.72283935546875f) return __int_as_float(0x7f800000);
-  if (x < -103.97208404541015625f) return 0.0f;
-  const float kf = floorf(fadd(fmul(x, 1.44269504088896341f), 0.5f));
-  const float r = fsub(fsub(x, fmul(kf, 0.693359375f)), fmul(kf, -2.12194440e-4f));
+  const bool is_nan = x != x;
+  const bool over = x > 88.72283935546875f;
+  const bool under = x < -103.97208404541015625f;
+  const float xc = (is_nan || over || under) ? 0.0f : x;
+  const float kf = floorf(fadd(fmul(xc, 1.44269504088896341f), 0.5f));
+  const float r = fsub(fsub(xc, fmul(kf, 0.693359375f)), fmul(kf, -2.12194440e-4f));
   float p = 1.9875691500e-4f;
   p = fadd(fmul(p, r), 1.3981999507e-3f);
   p = fadd(fmul(p, r), 8.3334519073e-3f);
@@ -62,7 +66,8 @@ __device__ __forceinline__ float exp_f32(float x) {
   const float y = fadd(fadd(fmul(p, fmul(r, r)), r), 1.0f);
   const int k = int(kf);
   const int k1 = k / 2, k2 = k - k1;
-  return fmul(fmul(y, __int_as_float((k1 + 127) << 23)), __int_as_float((k2 + 127) << 23));  // exact 2^k1, 2^k2
+  const float e = fmul(fmul(y, __int_as_float((k1 + 127) << 23)), __int_as_float((k2 + 127) << 23));  // exact 2^k1, 2^k2
+  return is_nan ? x : over ? __int_as_float(0x7f800000) : under ? 0.0f : e;
 }
 __device__ __forceinline__ float silu_f32(float x) { return fdiv(x, fadd(1.0f, exp_f32(-x))); }
 

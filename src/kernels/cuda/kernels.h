@@ -212,6 +212,10 @@ void embed(const void* E, int64_t hidden, const int32_t* tokens, int64_t T, DTyp
 // out[r, :] = x[rows[r], :] for R rows of width D.
 void gather_rows(const void* x, int64_t D, const int32_t* rows, int64_t R, DType t, void* out, cudaStream_t stream);
 
+// ---- exp_f32 / silu_f32 of the floats with bits first .. first + n - 1 (exp_sweep.cu): the
+// test that the device's exp and silu are the CPU reference's on every float.
+void exp_silu_sweep(uint32_t first, int64_t n, float* exp_out, float* silu_out, cudaStream_t stream);
+
 // ---- Paged KV (attention.cu). Cache of one layer: [num_blocks, block_size, kv_heads, head_dim].
 // Writes k, v rows ([T] at token stride ld) to slot[t] = block * block_size + offset.
 void kv_write(const void* k, const void* v, int64_t ld, int64_t T, int kv_heads, int head_dim,
