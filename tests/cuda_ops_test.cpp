@@ -1080,7 +1080,7 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   // in tile order by one warp), every shape: decode rows as their own items (the graph's layout, tiles from 1
   // to 18, rows in one tile), and items of several tokens at other positions (their rows skip
   // tiles past their own position): 3 tokens x 4 heads, or 8 x 2 (16 rows), across tile edges.
-  for (int variant : {0, 1, 2, 3, -1}) {  // -1: auto (by waves)
+  for (int variant : {0, 1, 2, 3, 4, -1}) {  // -1: auto (by waves)
     cuda::set_attention_ring_variant(variant);
     const std::string how = "ring variant " + std::to_string(variant) + ", heads " + std::to_string(heads) +
                             ", block size " + std::to_string(bs);

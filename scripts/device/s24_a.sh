@@ -4,7 +4,8 @@
 # Probe builds of attention.cu (not on main: -DVB_RING_PROBE=N on a copy with three switches) each
 # drop one role's work but keep every barrier handshake: 1 consumers compute nothing, 2 producers
 # copy nothing, 4 the folder folds nothing, 5 = 1 + 4 (only the copies). ncu durations of the ring
-# kernel at 8B 16 / 32 / 64 sequences for main's build and each probe, and main's with 4 x 5 forced.
+# kernel at 8B 16 / 32 / 64 sequences for main's build and each probe, and main's with 4 x 5 and
+# 5 x 5 forced.
 # Build the probes with scripts/device/build_ring_probes.sh, then
 # pack: PACK_XZ=1 pack.sh build-cuda verbatim /tmp/vb_probe/p1/verbatim=verbatim_p1 ... (p2, p4, p5);
 # scripts/device/slim.sh hide before the call (five binaries are ~38 MB packed).
@@ -17,4 +18,5 @@ for p in 1 2 4 5; do
   [ -x $VB_BIN/verbatim_p$p ] && [ "$(left)" -gt 40 ] && ncu_kernel p$p $VB_BIN/verbatim_p$p $W/m8 16,32,64 attention_ring
 done
 [ "$(left)" -gt 40 ] && ncu_kernel v1 $VB $W/m8 32,64 attention_ring VERBATIM_ATTN_RING_VARIANT=1
+[ "$(left)" -gt 40 ] && ncu_kernel v4 $VB $W/m8 16,32,64 attention_ring VERBATIM_ATTN_RING_VARIANT=4
 call_finish

@@ -1028,7 +1028,7 @@ __global__ void __launch_bounds__(RingLayout<T, HD, CW, S>::kThreads, MINB) atte
 }
 // The ring kernel's shapes (consumer warps, stages, CTAs per SM), one per variant; same bits each.
 constexpr int kRingMaxHeadDim = 128;  // a stage of head_dim 256 is 68 KB: too few fit
-constexpr int kRingVariants = 4;
+constexpr int kRingVariants = 5;
 struct RingKernel {
   void (*fn)(AttnArgs, int);
   size_t smem;
@@ -1045,6 +1045,7 @@ RingKernel ring_kernel(int variant) {
     case 1: return ring_of<T, HD, 4, 5, 1>();  // 4 consumers, 5 stages
     case 2: return ring_of<T, HD, 2, 2, 2>();  // 2 consumers, 2 stages, 2 CTAs per SM
     case 3: return ring_of<T, HD, 3, 4, 1>();  // 3 consumers, 4 stages
+    case 4: return ring_of<T, HD, 5, 5, 1>();  // 5 consumers, 5 stages (218 KB at head_dim 128)
     default: return ring_of<T, HD, 4, 4, 1>();  // 4 consumers, 4 stages
   }
 }
@@ -1366,7 +1367,7 @@ void set_attention_tile_kernel(int mode) {
 bool attention_ring_ok(int head_dim) { return head_dim <= kRingMaxHeadDim; }
 
 void set_attention_ring_variant(int variant) {
-  if (variant < -1 || variant >= kRingVariants) throw Error("cuda attention: ring variant must be -1 to 3");
+  if (variant < -1 || variant >= kRingVariants) throw Error("cuda attention: ring variant must be -1 to 4");
   g_ring_variant.store(variant, std::memory_order_relaxed);
 }
 

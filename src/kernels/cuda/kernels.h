@@ -310,8 +310,8 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
 // The ring kernel (whole-row items of <= 16 rows: producer warps stream the tiles through a ring of
 // stages, consumer warps compute their states in turn, a folder warp folds them in tile order)
 // takes this head_dim. Its shape: variant 0 4 consumer warps and 4 stages, 1 four and five, 2 two
-// and two (2 CTAs per SM), 3 three and four; -1 VERBATIM_ATTN_RING_VARIANT, whose default (auto)
-// is 1 or 2, whichever has the cheaper waves for the launch's CTAs.
+// and two (2 CTAs per SM), 3 three and four, 4 five and five; -1 VERBATIM_ATTN_RING_VARIANT, whose
+// default (auto) is 1 or 2, whichever has the cheaper waves for the launch's CTAs.
 // Same bits every way: the tile kernel + merge's (cuda_ops_test).
 bool attention_ring_ok(int head_dim);
 void set_attention_ring_variant(int variant);
