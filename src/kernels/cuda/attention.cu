@@ -319,12 +319,16 @@ __device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], c
   }
 }
 
-// The part states' fold, the same function in the CTA (fold kernel) and in the merge kernel.
+// The part states' fold, the same functions in the merge kernel, the fold kernel and the ring
+// kernel's folder: the scalars (m, l) and their factors, then each element of acc with them.
+__device__ __forceinline__ float fold_elem(float acc, float oi, float fa, float fb) {
+  return fadd(fmul(acc, fa), fmul(oi, fb));
+}
 __device__ __forceinline__ void fold_scalars(float& m, float& l, float mi, float li, float& fa, float& fb) {
   const float mn = fmaxf(m, mi);
   fa = exp_f32(fsub(m, mn));
   fb = exp_f32(fsub(mi, mn));
-  l = fadd(fmul(l, fa), fmul(li, fb));
+  l = fold_elem(l, li, fa, fb);
   m = mn;
 }
 
@@ -436,7 +440,7 @@ __device__ __forceinline__ void merge_row(const AttnArgs& a, int token, int base
         fold_scalars(m, l, pm[j], pl[j], fa, fb);  // the fold kernel's arithmetic, in the same order
 #pragma unroll
         for (int c = 0; c < kPer; ++c)
-          if (lane + 32 * c < HD) acc[c] = fadd(fmul(acc[c], fa), fmul(pa[j][c], fb));
+          if (lane + 32 * c < HD) acc[c] = fold_elem(acc[c], pa[j][c], fa, fb);
       }
     }
   }
@@ -820,8 +824,8 @@ __global__ void __launch_bounds__(kThreads, PVC > 0 ? 3 : 1) attention_fold_kern
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               float& r = acc[nt + q][2 * h + e];
-              r = it == 0 ? fadd(0.0f, o[q][2 * h + e])
-                          : fadd(fmul(r, fa[h]), fmul(fadd(0.0f, o[q][2 * h + e]), fb[h]));
+              const float oi = fadd(0.0f, o[q][2 * h + e]);  // as the per-part kernel stores it
+              r = it == 0 ? oi : fold_elem(r, oi, fa[h], fb[h]);
             }
         }
       }
@@ -849,7 +853,7 @@ __global__ void __launch_bounds__(kThreads, PVC > 0 ? 3 : 1) attention_fold_kern
           for (int n = 0; n < HD / 8; ++n)
 #pragma unroll
             for (int e = 0; e < 2; ++e)
-              acc[n][2 * h + e] = fadd(fmul(acc[n][2 * h + e], fa), fmul(fadd(0.0f, o[n][2 * h + e]), fb));
+              acc[n][2 * h + e] = fold_elem(acc[n][2 * h + e], fadd(0.0f, o[n][2 * h + e]), fa, fb);
         }
       }
     }
@@ -989,7 +993,7 @@ __global__ void __launch_bounds__(RingLayout<T, HD, CW, S>::kThreads, MINB) atte
             const float o = fadd(0.0f, st[(4 * n + 2 * h + e) * 32 + lane]);
             float& r = acc[n][2 * h + e];
             if (t == 0) r = o;
-            else if (active) r = fadd(fmul(r, fa), fmul(o, fb));
+            else if (active) r = fold_elem(r, o, fa, fb);
           }
       }
       mbar_arrive(&state_empty[c]);  // this lane's reads of the slot are done
