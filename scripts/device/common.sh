@@ -57,7 +57,7 @@ call_start() {
 }
 # bits_06: the op tests and the 0.6B digests of record.
 bits_06() {
-  run_test cuda_ops_test 100
+  run_test cuda_ops_test 150  # ~70 s in s23_f, + the exhaustive exp / silu sweep (session 24)
   inv_of_record $W/m06
 }
 # wait_for DIR MIN_LEFT: until mk has marked DIR whole, or only MIN_LEFT seconds are left; true if whole.
