@@ -127,28 +127,23 @@ ab_many() {
 }
 # ab_vars TAG DIR ROUNDS A_NAME "A_VARS" B_NAME "B_VARS": ab_many with two variants.
 ab_vars() { ab_many "$1" "$2" "$3" "$4 $5" "$6 $7"; }
-# ncu_steps TAG DIR BATCH: per-kernel durations of two decode steps over the zeroed cache.
-ncu_steps() {
-  timeout 100 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-    --launch-count 4000 "$VB" engine-bench --model "$2" --device cuda --batches "$3" --context 1024 --steps 2 \
-    --prefill 0 --no-context-prefill > $W/ncu_$1.csv 2> $W/ncu_$1.err
-  say "ncu $1 rc=$? $(wc -l < $W/ncu_$1.csv) lines"
-  python3 scripts/device/ncu_summary.py $W/ncu_$1.csv $OUT/ncu_$1.txt $OUT/ncu_$1_seq.txt > /dev/null
-  head -16 $OUT/ncu_$1.txt | tee -a $LOG
-}
 # ncu_kernel TAG BIN DIR BATCHES REGEX [VAR=value...]: durations of the kernels matching REGEX in two
 # decode steps of BIN's engine-bench on DIR at each of BATCHES (comma list; zeroed cache, context
-# 1024), ncu serialized; per (kernel, grid) sums to $OUT/ncu_TAG.txt and the log.
+# 1024), ncu serialized; per (kernel, grid) sums to $OUT/ncu_TAG.txt (the first NCU_HEAD lines, default
+# 6, to the log) and every launch in order to $OUT/ncu_TAG_seq.txt. NCU_TIMEOUT: default 120 s.
 ncu_kernel() {
   local tag=$1 bin=$2 dir=$3 batches=$4 re=$5
   shift 5
-  env "$@" timeout 120 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-    -k regex:"$re" --launch-count 2000 "$bin" engine-bench --model "$dir" --device cuda --batches "$batches" \
-    --context 1024 --steps 2 --prefill 0 --no-context-prefill > $W/ncu_$tag.csv 2> $W/ncu_$tag.err
-  say "ncu $tag rc=$? $*"
-  python3 scripts/device/ncu_summary.py $W/ncu_$tag.csv $OUT/ncu_$tag.txt > /dev/null
-  head -6 $OUT/ncu_$tag.txt | tee -a $LOG
+  env "$@" timeout "${NCU_TIMEOUT:-120}" "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv \
+    --print-units base -k regex:"$re" --launch-count 4000 "$bin" engine-bench --model "$dir" --device cuda \
+    --batches "$batches" --context 1024 --steps 2 --prefill 0 --no-context-prefill > $W/ncu_$tag.csv 2> $W/ncu_$tag.err
+  say "ncu $tag rc=$? $(wc -l < $W/ncu_$tag.csv) lines $*"
+  python3 scripts/device/ncu_summary.py $W/ncu_$tag.csv $OUT/ncu_$tag.txt $OUT/ncu_${tag}_seq.txt > /dev/null
+  head -"${NCU_HEAD:-6}" $OUT/ncu_$tag.txt | tee -a $LOG
 }
+# ncu_steps TAG DIR BATCH: per-kernel durations of two decode steps over the zeroed cache (every
+# kernel of $VB).
+ncu_steps() { NCU_TIMEOUT=100 NCU_HEAD=16 ncu_kernel "$1" "$VB" "$2" "$3" '.'; }
 # http_check DIR: two `verbatim serve --device cuda` on DIR (A: default KV at 0.3 of the GPU; B: 48
 # KV blocks and 64-token steps, so preemption and chunked prefill), `verbatim check` with 64
 # users greedy A vs B, then seeded on B; JSON and logs to $OUT.
