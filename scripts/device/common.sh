@@ -125,6 +125,17 @@ ab_many() {
     done
   done
 }
+# ab_bins TAG DIR ROUNDS NAME=BIN...: engine-bench contract of each binary, alternated ROUNDS times
+# on DIR in one call: eb_TAG_NAME[_rN], as ab_many.
+ab_bins() {
+  local tag=$1 dir=$2 rounds=$3 r sfx nb keep=$VB
+  shift 3
+  for r in $(seq "$rounds"); do
+    sfx=$([ "$rounds" -gt 1 ] && echo "_r$r")
+    for nb in "$@"; do VB=${nb#*=} eb ${tag}_${nb%%=*}$sfx $dir contract; done
+  done
+  VB=$keep
+}
 # ab_vars TAG DIR ROUNDS A_NAME "A_VARS" B_NAME "B_VARS": ab_many with two variants.
 ab_vars() { ab_many "$1" "$2" "$3" "$4 $5" "$6 $7"; }
 # ncu_kernel TAG BIN DIR BATCHES REGEX [VAR=value...]: durations of the kernels matching REGEX in two
