@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs HERE (the build machine), after build-cuda is built: a verbatim and a cuda_ops_test from
 # main's build with a patch of docs/patches/ applied to src/kernels/cuda/attention.cu (the only CUDA
-# source it recompiles) and tests/cuda_ops_test.cpp; extra nvcc defines after the name.
-# Output: /tmp/vb_patched/NAME/{verbatim,cuda_ops_test} (the op tests run the patched kernels). Pack them beside main's build, e.g.
+# source it recompiles) and tests/cuda_ops_test.cpp; extra nvcc defines after the name. Output:
+# /tmp/vb_patched/NAME/{verbatim,cuda_ops_test} (the op tests run the patched kernels). Pack them
+# beside main's build, e.g.
 #   PACK_XZ=1 scripts/device/pack.sh build-cuda verbatim /tmp/vb_patched/NAME/verbatim=verbatim_NAME
 # (~7 MB packed a binary: hide bench/results for the call, scripts/device/slim.sh).
 # Usage: scripts/device/build_patched.sh PATCH NAME [-DDEFINE=VALUE ...]

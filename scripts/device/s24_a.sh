@@ -7,7 +7,7 @@
 # kernel at 8B 16 / 32 / 64 sequences for main's build and each probe, and main's with 4 x 5
 # forced; then the 8B 2,048-token prefill three times.
 # Build the probes with scripts/device/build_ring_probes.sh, then
-# pack: PACK_XZ=1 pack.sh build-cuda verbatim /tmp/vb_probe/p1/verbatim=verbatim_p1 ... (p2, p4, p5);
+# pack: PACK_XZ=1 pack.sh build-cuda verbatim /tmp/vb_patched/p1/verbatim=verbatim_p1 ... (p2, p4, p5);
 # scripts/device/slim.sh hide before the call (five binaries are ~38 MB packed).
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
