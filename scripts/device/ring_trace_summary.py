@@ -2,7 +2,9 @@
 """Summarizes a ring-kernel timeline (docs/patches/s25-ring-trace.patch, CudaRingTrace.Timeline).
 
 Usage: ring_trace_summary.py TRACE.csv [--mhz 1980] [--consumers CW] [--json OUT]
-Per CTA, clock64 cycles of lane 0 of each role (one SM's clock: comparable within a CTA). Prints the
+Per CTA, clock64 cycles of lane 0 of each role (one SM's clock: comparable within a CTA) and
+%globaltimer ns at its entry and end: the SM clock's rate (cycles / ns, median over CTAs; it
+replaces --mhz in the microsecond columns) and the kernel's span (first entry to last end). Prints the
 median and 90th percentile over CTAs and tiles of each step, in cycles and microseconds, and where
 each role waited: a consumer waiting on `full` is waiting for copies; a producer waiting on `empty`
 is waiting for a consumer; the folder waiting on `state_full` is waiting for a consumer.
@@ -35,6 +37,7 @@ def main():
         for row in csv.DictReader(f):
             ctas[int(row["cta"])][int(row["slot"])] = int(row["value"])
     steps = collections.defaultdict(list)
+    rates, entries, ends = [], [], []
     sm_ctas = collections.defaultdict(list)
     roles_smsp = collections.Counter()
     for cta, v in ctas.items():
@@ -48,6 +51,10 @@ def main():
                 role = "consumer" if w < cw else ("folder" if w == cw else "producer")
                 roles_smsp[(role, (v[WARP_SLOT + w] & 0xFF) % 4)] += 1
         t0 = v[0]
+        if 4 in v and 5 in v and v[5] > v[4]:
+            rates.append((v[3] - t0) / (v[5] - v[4]) * 1000.0)
+            entries.append(v[4])
+            ends.append(v[5])
         steps["cta total"].append(v[3] - t0)
         steps["barrier init"].append(v[1] - t0)
         if 2 in v:
@@ -81,9 +88,15 @@ def main():
             last = 8 + 10 * (ntiles - 1)
             if last + F_DONE in v:
                 steps["last fold -> outputs stored"].append(v[3] - v[last + F_DONE])
-    us = 1.0 / args.mhz
-    out = {}
-    print(f"{len(ctas)} CTAs traced; clock {args.mhz:.0f} MHz")
+    mhz = statistics.median(rates) if rates else args.mhz
+    us = 1.0 / mhz
+    out = {"sm_mhz_measured": mhz if rates else None, "sm_mhz_max": args.mhz}
+    print(f"{len(ctas)} CTAs traced; SM clock {mhz:.0f} MHz ({'measured: cycles / globaltimer' if rates else 'assumed'};"
+          f" max {args.mhz:.0f})")
+    if entries:
+        span = (max(ends) - min(entries)) / 1000.0
+        out["kernel_span_us"] = span
+        print(f"kernel span (first CTA entry to last CTA end, globaltimer): {span:.2f} us")
     print(f"{'step':52s} {'median cyc':>10s} {'p90 cyc':>9s} {'median us':>9s} {'n':>6s}")
     for name, xs in steps.items():
         if name == "tiles per CTA":
