@@ -195,6 +195,34 @@ PY
   fi
   kill $pa $pb 2> /dev/null; wait $pa $pb 2> /dev/null
 }
+# gen_same TAG BIN DIR: `verbatim generate` of 48 prompts (random ids, 40-1,200 long, so decode
+# steps of 8-48 sequences run the ring attention kernel) greedy with logprobs, 24 tokens, by $VB and
+# by BIN on DIR; says whether every choice (token ids, text, logprobs) is the same. A bits check of a
+# patched binary without its op tests (those cost ~7 MB of carry each). Outputs to $OUT/gen_TAG_*.
+gen_same() {
+  local tag=$1 bin=$2 dir=$3
+  python3 - $W/gen_prompts.jsonl << 'PY'
+import json, random, sys
+r = random.Random(25)
+with open(sys.argv[1], "w") as f:
+    for i in range(48):
+        n = 40 + (i * 397) % 1160
+        f.write(json.dumps({"prompt": [r.randrange(100, 150000) for _ in range(n)], "max_tokens": 24,
+                            "temperature": 0, "logprobs": 1}) + "\n")
+PY
+  timeout 100 "$VB" generate --model $dir --device cuda < $W/gen_prompts.jsonl > $OUT/gen_${tag}_main.jsonl 2> $OUT/gen_${tag}_main.log
+  local ra=$?
+  timeout 100 "$bin" generate --model $dir --device cuda < $W/gen_prompts.jsonl > $OUT/gen_${tag}_bin.jsonl 2> $OUT/gen_${tag}_bin.log
+  local rb=$?
+  say "generate $tag rc=$ra/$rb: $(python3 - $OUT/gen_${tag}_main.jsonl $OUT/gen_${tag}_bin.jsonl << 'PY'
+import json, sys
+a = [json.loads(l).get("choices") for l in open(sys.argv[1])]
+b = [json.loads(l).get("choices") for l in open(sys.argv[2])]
+diff = sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
+print(f"{len(a)} / {len(b)} outputs, {diff} differ" + (" (SAME)" if diff == 0 and a and None not in a else ""))
+PY
+)"
+}
 # run_test NAME [TIMEOUT]: a carried gtest binary, its log to $OUT, the verdict and any failure lines.
 run_test() {
   timeout "${2:-150}" "$VB_BIN/$1" > $OUT/$1.log 2>&1
