@@ -29,6 +29,7 @@ VB_TRACE_OUT=$OUT/trace VB_TRACE_SEQS=16,32,64 VB_TRACE_VARIANTS=-1,1 timeout 12
   $VB_BIN/cuda_ops_test_trace --gtest_filter='CudaRingTrace*' > $OUT/trace.log 2>&1
 say "trace rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/trace.log | tr '\n' ' ')"
 for f in $OUT/trace_*.csv; do
+  [ -f "$f" ] || continue
   n=$(basename $f .csv)
   python3 scripts/device/ring_trace_summary.py $f --mhz "${MHZ:-1980}" --json $OUT/${n}_summary.json > $OUT/${n}_summary.txt 2>&1
   say "$n"; cat $OUT/${n}_summary.txt | tee -a $LOG
