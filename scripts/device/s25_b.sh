@@ -3,9 +3,9 @@
 # issued ahead (docs/patches/s25-sampler-loads-ahead.patch: eight ids' logits loaded before they are
 # folded, and the max and greedy passes merged; every fold in the same order, so the same bits). The
 # kernel took 20 us a step at batch 1 and 47 at 32 under ncu (s22_g, s23_g): ~19 dependent L2 round
-# trips a thread a pass. Bits: the sampler op tests of the patched build, gen_same. Speed: ncu of stats_kernel
-# main / patched at 1 / 8 / 32 / 64 rows, then 0.6B decode main / patched alternated (where a step is
-# shortest, so the sampler's share is largest).
+# trips a thread a pass. Bits: the sampler op tests of the patched build, gen_same. Speed: ncu of
+# stats_kernel main / patched at 1 / 8 / 32 / 64 rows, then 0.6B decode main / patched alternated
+# (where a step is shortest, so the sampler's share is largest).
 # Build: scripts/device/build_patched.sh docs/patches/s25-sampler-loads-ahead.patch smp; pack:
 #   PACK_XZ=1 scripts/device/pack.sh build-cuda verbatim /tmp/vb_patched/smp/verbatim=verbatim_smp \
 #     /tmp/vb_patched/smp/cuda_ops_test=cuda_ops_test_smp
