@@ -571,6 +571,10 @@ TEST(ModelWeights, IndexMayNotLeaveTheFolder) {
   EXPECT_HAS(msg, "outside the checkpoint folder");
   msg = with_shard("absent.safetensors");
   EXPECT_HAS(msg, index + ": tensor '" + victim + "' shard 'absent.safetensors'");
+  // A name from the file with control bytes is quoted escaped: the message stays one line.
+  msg = with_shard("absent\n\x01.safetensors");
+  EXPECT_HAS(msg, "shard 'absent\\n\\x01.safetensors'");
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   // The index names a tensor its shard lacks.
   msg = with_shard("model-00002-of-00002.safetensors");
   EXPECT_HAS(msg, "model-00002-of-00002.safetensors: tensor '" + victim + "' is missing");

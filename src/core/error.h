@@ -6,9 +6,13 @@
 
 namespace verbatim {
 
+// The message with its control bytes escaped (\n, \r, \t, else \xNN): names quoted from a file or
+// a request (a tensor, a shard path, a field) may hold any bytes, and a message must stay one line.
+std::string one_line(const std::string& msg);
+
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+  explicit Error(const std::string& msg) : std::runtime_error(one_line(msg)) {}
 };
 
 // A request the caller got wrong (maps to HTTP 400); `param` names the offending field.
