@@ -100,41 +100,38 @@ eb() {
 }
 # ab_eb OLD_BIN OLD_NAME TAG DIR ROUNDS [VAR=value...]: engine-bench contract of OLD_BIN (the
 # binary before a change, carried beside $VB) and of $VB, alternated ROUNDS times on DIR in one
-# call: eb_TAG_OLD_NAME[_rN] and eb_TAG_new[_rN] (the _rN suffix only when ROUNDS > 1).
+# call: eb_TAG_OLD_NAME[_rN] and eb_TAG_new[_rN] (the _rN suffix only when ROUNDS > 1): ab_bins
+# with two binaries and the same switches.
 ab_eb() {
-  local old=$1 oname=$2 tag=$3 dir=$4 rounds=$5 new=$VB r sfx
+  local old=$1 oname=$2 tag=$3 dir=$4 rounds=$5
   shift 5
-  for r in $(seq "$rounds"); do
-    sfx=$([ "$rounds" -gt 1 ] && echo "_r$r")
-    VB=$old eb ${tag}_${oname}$sfx $dir contract "$@"
-    VB=$new eb ${tag}_new$sfx $dir contract "$@"
-  done
+  ab_bins "$tag" "$dir" "$rounds" "$oname=$old $*" "new=$VB $*"
 }
 # ab_many TAG DIR ROUNDS "NAME [VAR=value...]"...: engine-bench contract of $VB under each variant
 # (a name, then its switches), the variants alternated ROUNDS times on DIR in one call:
-# eb_TAG_NAME[_rN] (the _rN suffix only when ROUNDS > 1), as ab_eb.
+# eb_TAG_NAME[_rN] (the _rN suffix only when ROUNDS > 1): ab_bins with $VB for every variant.
 ab_many() {
+  local tag=$1 dir=$2 rounds=$3 v w entries=()
+  shift 3
+  for v in "$@"; do
+    w=($v)
+    entries+=("${w[0]}=$VB ${w[*]:1}")
+  done
+  ab_bins "$tag" "$dir" "$rounds" "${entries[@]}"
+}
+# ab_bins TAG DIR ROUNDS "NAME=BIN [VAR=value...]"...: engine-bench contract of each binary (with
+# its switches), alternated ROUNDS times on DIR in one call: eb_TAG_NAME[_rN] (the _rN suffix only
+# when ROUNDS > 1). VB=BIN holds for that one eb call only.
+ab_bins() {
   local tag=$1 dir=$2 rounds=$3 r sfx v
   shift 3
-  local variants=("$@")
   for r in $(seq "$rounds"); do
     sfx=$([ "$rounds" -gt 1 ] && echo "_r$r")
-    for v in "${variants[@]}"; do
+    for v in "$@"; do
       local words=($v)
-      eb ${tag}_${words[0]}$sfx $dir contract "${words[@]:1}"
+      VB=${words[0]#*=} eb ${tag}_${words[0]%%=*}$sfx $dir contract "${words[@]:1}"
     done
   done
-}
-# ab_bins TAG DIR ROUNDS NAME=BIN...: engine-bench contract of each binary, alternated ROUNDS times
-# on DIR in one call: eb_TAG_NAME[_rN], as ab_many.
-ab_bins() {
-  local tag=$1 dir=$2 rounds=$3 r sfx nb keep=$VB
-  shift 3
-  for r in $(seq "$rounds"); do
-    sfx=$([ "$rounds" -gt 1 ] && echo "_r$r")
-    for nb in "$@"; do VB=${nb#*=} eb ${tag}_${nb%%=*}$sfx $dir contract; done
-  done
-  VB=$keep
 }
 # ab_vars TAG DIR ROUNDS A_NAME "A_VARS" B_NAME "B_VARS": ab_many with two variants.
 ab_vars() { ab_many "$1" "$2" "$3" "$4 $5" "$6 $7"; }
