@@ -399,7 +399,7 @@ __device__ __forceinline__ void grid_barrier(unsigned* count, unsigned target) {
     red_release(count, 1u);
     long long spins = 0;
     while (ld_acquire(count) < target)
-      if (++spins > (1ll << 31)) __trap();
+      if (++spins > (1ll << 24)) __trap();  // ~10 s of L2 round trips
   }
   __syncthreads();
 }
