@@ -673,14 +673,10 @@ class Runner {
     auto it = std::find_if(graphs_.begin(), graphs_.end(), [&](const auto& g) { return g.first == key; });
     if (it == graphs_.end()) {
       cudaGraph_t g;
+      if (gemv_only) ensure_gemv_table();  // (allocates: not while the stream captures)
+      const Phase* ph = gemv_only ? gemv_d_ : phases_d_;
+      std::vector<Phase>* list = gemv_only ? &gemv_ : &s_.phases;
       CK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-      const Phase* ph = phases_d_;
-      std::vector<Phase>* list = &s_.phases;
-      if (gemv_only) {
-        ensure_gemv_table();
-        ph = gemv_d_;
-        list = &gemv_;
-      }
       for (int i = 0; i < int(list->size()); ++i) {
         const int grid = grid_of((*list)[i], sms_);
         cudaLaunchConfig_t cfg = {};

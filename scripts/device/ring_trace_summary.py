@@ -46,7 +46,7 @@ def main():
         warps = sorted(k - WARP_SLOT for k in v if k >= WARP_SLOT)
         cw = args.consumers or (len(warps) - 3)
         if warps:
-            sm_ctas[v[WARP_SLOT] >> 8].append(cta)
+            sm_ctas[v[WARP_SLOT + warps[0]] >> 8].append(cta)
             for w in warps:
                 role = "consumer" if w < cw else ("folder" if w == cw else "producer")
                 roles_smsp[(role, (v[WARP_SLOT + w] & 0xFF) % 4)] += 1
