@@ -466,8 +466,8 @@ struct Setup {
   double weight_bytes_layer = 0, kv_bytes_layer = 0;
 };
 
-// The step's phases over every layer (weights of each layer apart, so a step streams them all),
-// with the prefetch targets: a glue phase prefetches the next GEMV's rows, a GEMV the one after it.
+// The step's phases over every layer (weights of each layer apart, so a step streams them all);
+// with_prefetch adds the prefetch targets.
 Setup build(const Model& m, int ctx) {
   Setup s;
   const int qkvN = (m.nh + 2 * m.nkv) * kHD, pos = ctx - 1, parts = pos / kPart + 1;
@@ -570,6 +570,19 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// A mode's name read once: persistent or launch, with or without work / PDL / prefetch budget.
+struct Mode {
+  std::string name;
+  bool persistent, empty, gemv_only, pdl;
+  double pf_mb;  // persistent_pf<MB>; < 0: no prefetch
+  explicit Mode(const std::string& n)
+      : name(n), persistent(n.rfind("persistent", 0) == 0), empty(n.find("empty") != std::string::npos),
+        gemv_only(n.find("gemv_only") != std::string::npos), pdl(n.find("nopdl") == std::string::npos),
+        pf_mb(n.find("_pf") != std::string::npos ? std::atof(n.c_str() + n.find("_pf") + 3) : -1.0) {}
+  // The persistent kernel records its barrier times (the phase split) for the full phase table only.
+  bool stamps() const { return persistent && !gemv_only; }
+};
+
 struct Result {
   std::string mode;
   double step_us = 0, min_us = 0;
@@ -612,7 +625,7 @@ class Runner {
     cudaStreamDestroy(stream_);
   }
   // The residual back to its start, one step, its bits (the comparison of modes).
-  std::vector<uint16_t> one_step(const std::string& mode) {
+  std::vector<uint16_t> one_step(const Mode& mode) {
     CK(cudaMemcpyAsync(s_.res, res0_, size_t(s_.H) * sizeof(bf16), cudaMemcpyDeviceToDevice, stream_));
     step(mode, false);
     std::vector<uint16_t> out(size_t(s_.H));
@@ -620,9 +633,9 @@ class Runner {
     CK(cudaMemcpy(out.data(), s_.res, out.size() * 2, cudaMemcpyDeviceToHost));
     return out;
   }
-  Result time(const std::string& mode, const std::vector<uint16_t>& ref) {
+  Result time(const Mode& mode, const std::vector<uint16_t>& ref) {
     Result r;
-    r.mode = mode;
+    r.mode = mode.name;
     if (!ref.empty()) r.same_bits = one_step(mode) == ref;
     for (int i = 0; i < 3; ++i) step(mode, false);
     std::vector<double> t;
@@ -637,7 +650,7 @@ class Runner {
     }
     r.step_us = median(t);
     r.min_us = *std::min_element(t.begin(), t.end());
-    if (mode.rfind("persistent", 0) == 0) {
+    if (mode.stamps()) {
       std::vector<long long> st(s_.phases.size() + 1);
       CK(cudaMemcpy(st.data(), stamps_, st.size() * sizeof(long long), cudaMemcpyDeviceToHost));
       r.kind_us.assign(kKinds, 0.0);
@@ -647,29 +660,28 @@ class Runner {
   }
 
  private:
-  void step(const std::string& mode, bool stamp) {
-    const bool empty = mode.find("empty") != std::string::npos;
-    const bool gemv_only = mode.find("gemv_only") != std::string::npos;
-    if (mode.rfind("persistent", 0) == 0) {
+  void step(const Mode& mode, bool stamp) {
+    bool empty = mode.empty;
+    const bool gemv_only = mode.gemv_only;
+    if (mode.persistent) {
       CK(cudaMemsetAsync(count_, 0, sizeof(unsigned), stream_));
-      const size_t at = mode.find("_pf");
-      const bool prefetch = at != std::string::npos;  // persistent_pf<MB>: prefetch up to MB a GEMV
-      const Phase* ph = prefetch ? prefetch_table(std::atof(mode.c_str() + at + 3)) : phases_d_;
+      bool prefetch = mode.pf_mb >= 0;  // persistent_pf<MB>: prefetch up to MB a GEMV
+      const Phase* ph = prefetch ? prefetch_table(mode.pf_mb) : phases_d_;
       int n = int(s_.phases.size());
       if (gemv_only) {
         ensure_gemv_table();
         ph = gemv_d_;
         n = int(gemv_.size());
       }
-      long long* stamps = stamp && !gemv_only ? stamps_ : nullptr;
-      void* args[] = {&ph, &n, &count_, const_cast<bool*>(&empty), const_cast<bool*>(&prefetch), &stamps};
+      long long* stamps = stamp && mode.stamps() ? stamps_ : nullptr;
+      void* args[] = {&ph, &n, &count_, &empty, &prefetch, &stamps};
       CK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_kernel), dim3(sms_), dim3(kThreads), args,
                                      kSmem, stream_));
       CK(cudaGetLastError());
       return;
     }
-    const bool pdl = mode.find("nopdl") == std::string::npos;
-    const std::string key = mode;
+    const bool pdl = mode.pdl;
+    const std::string& key = mode.name;
     auto it = std::find_if(graphs_.begin(), graphs_.end(), [&](const auto& g) { return g.first == key; });
     if (it == graphs_.end()) {
       cudaGraph_t g;
@@ -800,18 +812,18 @@ int main(int argc, char** argv) {
                 m->name, m->layers, s.weight_bytes_layer / 1e6, s.kv_bytes_layer / 1e6, bound_us,
                 bound_us / m->layers);
     Runner r(s, sms, steps);
-    const std::vector<uint16_t> ref = r.one_step("launch");
-    const std::vector<uint16_t> ref_g = r.one_step("launch_gemv_only");
+    const std::vector<uint16_t> ref = r.one_step(Mode("launch"));
+    const std::vector<uint16_t> ref_g = r.one_step(Mode("launch_gemv_only"));
     std::vector<Result> rs;
     std::vector<std::string> modes = {"launch", "launch_nopdl", "persistent"};
     std::stringstream pl(pf_list);
     for (std::string mb; std::getline(pl, mb, ',');) modes.push_back("persistent_pf" + mb);
     for (const char* md : {"launch_empty", "persistent_empty", "launch_gemv_only", "persistent_gemv_only"})
       modes.push_back(md);
-    for (const std::string& md : modes) {
-      const bool full = md.find("empty") == std::string::npos && md.find("gemv_only") == std::string::npos;
-      const bool g = md.find("gemv_only") != std::string::npos;
-      rs.push_back(r.time(md, full ? ref : g ? ref_g : std::vector<uint16_t>{}));
+    for (const std::string& name : modes) {
+      const Mode md(name);
+      const bool g = md.gemv_only;
+      rs.push_back(r.time(md, md.empty ? std::vector<uint16_t>{} : g ? ref_g : ref));
       const Result& x = rs.back();
       std::printf("  %-22s %9.1f us a step (min %9.1f), %7.2f a layer, x bound %.2f%s\n", x.mode.c_str(), x.step_us,
                   x.min_us, x.step_us / m->layers, x.step_us / (g ? gemv_bound_us : bound_us),
