@@ -908,6 +908,7 @@ struct AttnFixture {
       for (int i = 0; i < T; ++i) plan.items.push_back(cuda::AttnItem{i, 1, -1, bt_off[size_t(seq[size_t(i)])]});
       cuda::AttnLaunch g;
       (ring ? g.ring_end : g.fold_end) = T;
+      g.ring_rows = heads / kv_heads;
       plan.launches = {g};
     }
     std::vector<int32_t> items_raw(plan.items.size() * 4);
@@ -1081,23 +1082,31 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   // tiles from 1 to 18, rows in one tile), and items of several tokens at other positions (their
   // rows skip tiles past their own position): 3 tokens x 4 heads, or 8 x 2 (16 rows), across tile
   // edges.
+  // With transposed tiles (tr 1: keys as the MMA's m, on launches of <= 8-row items; the 12- and
+  // 16-row items keep the plain tiles) and without; items of 8 rows (2 tokens x 4 heads, 4 x 2)
+  // take the transposed tiles too.
+  for (int tr : {0, 1})
   for (int variant : {0, 1, 2, 3, 4, -1}) {  // -1: auto (by waves)
     cuda::set_attention_ring_variant(variant);
-    const std::string how = "ring variant " + std::to_string(variant) + ", heads " + std::to_string(heads) +
-                            ", block size " + std::to_string(bs);
+    cuda::set_attention_ring_transposed(tr);
+    const std::string how = "ring variant " + std::to_string(variant) + ", transposed " + std::to_string(tr) +
+                            ", heads " + std::to_string(heads) + ", block size " + std::to_string(bs);
     const auto rows =
         f.gpu({{0, 0}, {0, 5}, {0, 64}, {0, 1023}, {0, 1099}, {1, 63}, {1, 899}}, {.fold_rows = true, .ring = true});
     for (const auto& [k, v] : rows) ASSERT_EQ(v, ref.at(k)) << how << ", row item, pos " << k.second;
-    const int n = heads == 8 ? 3 : 8;
-    for (int p0 : {0, 60, 1020, 1099 - n + 1}) {
-      std::vector<AttnFixture::Key> b;
-      for (int p = p0; p < p0 + n; ++p) b.emplace_back(0, p);
-      b.emplace_back(1, 899);
-      const auto got = f.gpu(b, {.ring = true});
-      for (const auto& [k, v] : got) ASSERT_EQ(v, ref.at(k)) << how << ", items from " << p0 << ", pos " << k.second;
+    for (int n : {heads == 8 ? 3 : 8, 16 / heads}) {
+      for (int p0 : {0, 60, 1020, 1099 - n + 1}) {
+        std::vector<AttnFixture::Key> b;
+        for (int p = p0; p < p0 + n; ++p) b.emplace_back(0, p);
+        b.emplace_back(1, 899);
+        const auto got = f.gpu(b, {.ring = true});
+        for (const auto& [k, v] : got)
+          ASSERT_EQ(v, ref.at(k)) << how << ", items of " << n << " from " << p0 << ", pos " << k.second;
+      }
     }
   }
   cuda::set_attention_ring_variant(-1);
+  cuda::set_attention_ring_transposed(-1);
   if (heads == 8) continue;
   // Decode rows as whole-row items folded in one CTA each (the graph's fold layout).
   for (int fold_pv : {0, 1, 2, 3}) {

@@ -291,6 +291,123 @@ __device__ __forceinline__ void p_frags(const float (&s)[8][4], uint32_t (&pa)[4
     pa[j][3] = pack2<T>(s[2 * j + 1][2], s[2 * j + 1][3]);
   }
 }
+// The transposed tile (the ring kernel's consumers on items of <= 8 rows): keys as the MMA's m and
+// the query rows as its n, so Q·K^T and P·V take 32 MMAs each instead of 64 (an m16 tile of rows
+// held the kv group, 2 or 4 rows on Qwen3, in 16). Each score and each P·V element is the same
+// products over the same k16 slots, accumulated in the same order (k ascending; key blocks j
+// ascending), with the operands' roles swapped: that the MMA then gives the same bits is what
+// cuda_ops_test checks (the ring kernel against the tile kernel + merge, on every shape).
+// An 8 x 8 b16 matrix transposed across the warp (thread t: row t / 4, columns 2 (t % 4), +1).
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+// V^T's A fragments of key block j (16 keys) for output dims 16 mt .. 16 mt + 15 (ldmatrix.trans;
+// v_frags' matrices with the roles of their two index bits swapped).
+template <typename T, int HD>
+__device__ __forceinline__ void vt_frags(const T* vs, int j, int mt, uint32_t (&a)[4]) {
+  const int lane = threadIdx.x & 31, mi = lane >> 3, ri = lane & 7;
+  const T* src = vs + (j * 16 + (mi >> 1) * 8 + ri) * Smem<HD>::kVStride + (2 * mt + (mi & 1)) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(smem_addr(src)));
+}
+// One tile from m = -inf in the transposed layout, for rows 2 tig + c (c = 0, 1) of this thread:
+// s^T[mt][e] is key 16 mt + 8 (e >> 1) + gid, row 2 tig + (e & 1); o^T[mt][e] is dim
+// 16 mt + 8 (e >> 1) + gid, row 2 tig + (e & 1). qb[kk]: q's B fragments, row gid (load_q's
+// words 0 and 2 of row gid). mn, sum: tile_probs' for the rows, p rounded as there, and each row's
+// sum in tile_probs' order: the chain of quad lane tig' over keys 8 nt + 2 tig' + e (nt, then e),
+// then the quad tree ((tig' 0 + 1) + (2 + 3)). Key 8 nt + 2 tig' + e sits in the lane of gid
+// 2 tig' + e, so a lane pair (gid 2 tig', 2 tig' + 1) swaps one row's values and each runs one
+// chain (even gid: row 2 tig, odd: row 2 tig + 1); lanes 8 and 16 apart hold the tree's partners.
+// kf: K's words as tile_scores takes them (kf.at(nt, kk): key 8 nt + gid, dims 16 kk + 4 tig .. + 3);
+// vs: V in Smem's layout; before_pv as tile_compute's.
+template <typename T, int HD, typename KSrc, typename BeforePV = NothingBeforePV>
+__device__ __forceinline__ void tile_compute_tr(const uint32_t (&qb)[HD / 16][2], const KSrc& kf, const T* vs, int t0,
+                                                const int (&pos)[2], const bool (&valid)[2], float scale,
+                                                float (&mn)[2], float (&sum)[2], bool (&active)[2],
+                                                float (&o)[HD / 16][4], BeforePV before_pv = {}) {
+  const int lane = threadIdx.x & 31, gid = lane >> 2;
+  const bool odd = gid & 1;
+  float s[4][4];
+#pragma unroll
+  for (int mt = 0; mt < 4; ++mt) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) s[mt][c] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      const uint2 k0 = kf.at(2 * mt, kk), k1 = kf.at(2 * mt + 1, kk);  // keys 16 mt + gid, + 8
+      const uint32_t ka[4] = {k0.x, k1.x, k0.y, k1.y};
+      mma16816<T>(s[mt], ka, qb[kk][0], qb[kk][1]);
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < 2; ++c) active[c] = valid[c] && t0 <= pos[c];
+  float mx[2] = {kNegInf, kNegInf};
+#pragma unroll
+  for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int c = e & 1, kp = t0 + mt * 16 + (e >> 1) * 8 + gid;
+      const float v = kp <= pos[c] ? fmul(s[mt][e], scale) : kNegInf;
+      s[mt][e] = v;
+      mx[c] = fmaxf(mx[c], v);
+    }
+#pragma unroll
+  for (int x = 4; x <= 16; x *= 2)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) mx[c] = fmaxf(mx[c], __shfl_xor_sync(0xffffffffu, mx[c], x));
+#pragma unroll
+  for (int c = 0; c < 2; ++c) mn[c] = active[c] ? fmaxf(kNegInf, mx[c]) : kNegInf;
+#pragma unroll
+  for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int c = e & 1;
+      const float v = s[mt][e];
+      const float x = round_as<T>(exp_f32(fsub(v, mn[c])));  // NaN for an inactive row: not selected
+      s[mt][e] = (active[c] && v != kNegInf) ? x : 0.0f;
+    }
+  // The ordered sums: key block nt = 2 mt + (e >> 1); this lane's row is 2 tig + odd.
+  float sm = 0.0f;
+#pragma unroll
+  for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+    for (int hb = 0; hb < 2; ++hb) {
+      const float mine = odd ? s[mt][2 * hb + 1] : s[mt][2 * hb];
+      const float give = odd ? s[mt][2 * hb] : s[mt][2 * hb + 1];  // the partner's row
+      const float got = __shfl_xor_sync(0xffffffffu, give, 4);
+      sm = fadd(sm, odd ? got : mine);  // e = 0: gid 2 tig' first
+      sm = fadd(sm, odd ? mine : got);
+    }
+  sm = fadd(sm, __shfl_xor_sync(0xffffffffu, sm, 8));
+  sm = fadd(sm, __shfl_xor_sync(0xffffffffu, sm, 16));
+  const float other = __shfl_xor_sync(0xffffffffu, sm, 4);
+  sum[0] = odd ? other : sm;
+  sum[1] = odd ? sm : other;
+  before_pv();
+  // P^T's B fragments: an 8 x 8 block (keys 16 j + 8 hb + gid, rows 2 tig, +1) transposed is
+  // (rows gid, keys 16 j + 8 hb + 2 tig, +1), the B words of k slots 8 hb + 2 tig, +1.
+  uint32_t pb[4][2];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    pb[j][0] = movmatrix_trans(pack2<T>(s[j][0], s[j][1]));
+    pb[j][1] = movmatrix_trans(pack2<T>(s[j][2], s[j][3]));
+  }
+#pragma unroll
+  for (int mt = 0; mt < HD / 16; ++mt)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) o[mt][c] = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int mt = 0; mt < HD / 16; ++mt) {
+      uint32_t a[4];
+      vt_frags<T, HD>(vs, j, mt, a);
+      mma16816<T>(o[mt], a, pb[j][0], pb[j][1]);
+    }
+}
 // before_pv() runs after the scores and probabilities, before V is read (the tile kernel waits
 // for its V copy there, so the copy overlaps Q·K^T).
 template <typename T, int HD, typename KSrc, typename BeforePV = NothingBeforePV>
@@ -370,6 +487,21 @@ __device__ __forceinline__ void load_q(const AttnArgs& a, const int (&token)[2],
     qa[ks][3] = q1.y;
   }
 }
+// The transposed tiles' rows of this thread: 2 tig + c (c = 0, 1), as row_setup's.
+__device__ __forceinline__ void row_setup_tr(const AttnArgs& a, const AttnItem& item, int kvh, int (&pos)[2],
+                                             int (&token)[2], int (&head)[2], bool (&valid)[2]) {
+  const int group = a.heads / a.kv_heads;
+  const int R = item.count * group;
+  const int tig = threadIdx.x & 3;
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    const int r = 2 * tig + c;
+    valid[c] = r < R;
+    token[c] = item.first + (valid[c] ? r / group : 0);
+    head[c] = kvh * group + (valid[c] ? r % group : 0);
+    pos[c] = valid[c] ? a.positions[token[c]] : -1;
+  }
+}
 template <typename T, int HD>
 __device__ __forceinline__ void store_out(const AttnArgs& a, int token, int head, const float (&acc)[HD / 8][4], int h,
                                           float l) {
@@ -404,6 +536,19 @@ __device__ __forceinline__ void store_part(const AttnArgs& a, const AttnItem& it
         *reinterpret_cast<float2*>(sp + 4 + n * 8 + tig * 2) = make_float2(acc[n][2 * h], acc[n][2 * h + 1]);
     }
   }
+}
+
+// store_out for the transposed tiles' row 2 tig + c: acc[mt][2 hb + c] is dim 16 mt + 8 hb + gid
+// (tile_compute_tr's o).
+template <typename T, int HD>
+__device__ __forceinline__ void store_out_tr(const AttnArgs& a, int token, int head, const float (&acc)[HD / 16][4],
+                                             int c, float l) {
+  const int gid = (threadIdx.x & 31) >> 2;
+  T* o = static_cast<T*>(a.out) + (int64_t(token) * a.heads + head) * HD;
+#pragma unroll
+  for (int mt = 0; mt < HD / 16; ++mt)
+#pragma unroll
+    for (int hb = 0; hb < 2; ++hb) o[mt * 16 + hb * 8 + gid] = from_f<T>(fdiv(acc[mt][2 * hb + c], l));
 }
 
 // One warp folds the part states of one (multi-part token, head) in part order, then out = acc / l.
@@ -880,12 +1025,17 @@ __global__ void __launch_bounds__(kThreads, PVC > 0 ? 3 : 1) attention_fold_kern
 // 8B at 32 sequences 100.8 us a layer; so did slot arithmetic per copy: s23_c.)
 // A state slot holds each consumer lane's fragment elements (P·V's (n, c) at [(4n + c) * 32 +
 // lane], then mn and sum of its rows gid, gid + 8): the folder's lanes hold the same rows.
-template <int HD>
+// TR (launches whose items all have <= 8 rows: every decode step on Qwen3): the consumers compute
+// transposed tiles (tile_compute_tr, half the MMAs) and the folder folds them (ring_fold_tr); the
+// same arithmetic per element, so the same bits.
+// TR (transposed tiles, tile_compute_tr): P·V's (mt, e) at [(4 mt + e) * 32 + lane], then mn and sum
+// of rows 2 tig, 2 tig + 1.
+template <int HD, bool TR = false>
 struct RingState {
-  static constexpr int kAcc = HD / 2 * 32;  // floats: HD / 8 * 4 elements a lane
+  static constexpr int kAcc = (TR ? HD / 4 : HD / 2) * 32;  // floats: HD / 16 (TR) or HD / 8 fragments of 4 a lane
   static constexpr int kFloats = kAcc + 4 * 32;
 };
-template <typename T, int HD, int CW, int S>
+template <typename T, int HD, int CW, int S, bool TR = false>
 struct RingLayout {
   // CW <= S: a consumer never waits on a stage's phase while the phase before is still pending
   // (a parity wait cannot tell those apart).
@@ -894,14 +1044,51 @@ struct RingLayout {
   static constexpr int kFolder = CW;    // warp index of the folder; the producers follow it
   static constexpr int kThreads = (CW + 1 + kProducers) * 32;
   static constexpr size_t kStateOffset = size_t(S) * Smem<HD>::kStageElems * sizeof(T);
-  static constexpr size_t kBarOffset = kStateOffset + size_t(CW) * RingState<HD>::kFloats * sizeof(float);
+  static constexpr size_t kBarOffset = kStateOffset + size_t(CW) * RingState<HD, TR>::kFloats * sizeof(float);
   static constexpr size_t kBytes = kBarOffset + size_t(2 * S + 2 * CW) * sizeof(uint64_t);
 };
-template <typename T, int HD, int CW, int S, int MINB>
-__global__ void __launch_bounds__(RingLayout<T, HD, CW, S>::kThreads, MINB) attention_ring_kernel(AttnArgs a,
-                                                                                                   int item_offset) {
-  using L = RingLayout<T, HD, CW, S>;
-  using St = RingState<HD>;
+// The ring's folder on transposed states: the same step as the plain folder's per row and element
+// (tile 0 starts the state, a later tile folds into rows with keys in it), then out = acc / l.
+template <typename T, int HD, int CW>
+__device__ __forceinline__ void ring_fold_tr(const AttnArgs& a, const float* states, uint64_t* state_full,
+                                             uint64_t* state_empty, int ntiles, const int (&pos)[2],
+                                             const int (&token)[2], const int (&head)[2], const bool (&valid)[2]) {
+  using St = RingState<HD, true>;
+  const int lane = threadIdx.x & 31;
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f}, acc[HD / 16][4];
+  for (int t = 0; t < ntiles; ++t) {
+    const int c = t % CW;
+    const float* st = states + size_t(c) * St::kFloats;
+    mbar_wait(&state_full[c], uint32_t((t / CW) & 1));
+    float fa[2] = {0.0f, 0.0f}, fb[2] = {0.0f, 0.0f};
+    bool active[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      active[r] = valid[r] && t * kTile <= pos[r];
+      const float mn = st[St::kAcc + r * 32 + lane], lt = fadd(0.0f, st[St::kAcc + 64 + r * 32 + lane]);
+      if (t == 0) m[r] = mn, l[r] = lt;
+      else if (active[r]) fold_scalars(m[r], l[r], mn, lt, fa[r], fb[r]);
+    }
+#pragma unroll
+    for (int mt = 0; mt < HD / 16; ++mt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float o = fadd(0.0f, st[(4 * mt + e) * 32 + lane]);
+        float& r = acc[mt][e];
+        if (t == 0) r = o;
+        else if (active[e & 1]) r = fold_elem(r, o, fa[e & 1], fb[e & 1]);
+      }
+    mbar_arrive(&state_empty[c]);  // this lane's reads of the slot are done
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    if (valid[r]) store_out_tr<T, HD>(a, token[r], head[r], acc, r, l[r]);
+}
+template <typename T, int HD, int CW, int S, int MINB, bool TR>
+__global__ void __launch_bounds__(RingLayout<T, HD, CW, S, TR>::kThreads, MINB)
+    attention_ring_kernel(AttnArgs a, int item_offset) {
+  using L = RingLayout<T, HD, CW, S, TR>;
+  using St = RingState<HD, TR>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* stages = reinterpret_cast<T*>(smem_raw);
   float* states = reinterpret_cast<float*>(smem_raw + L::kStateOffset);    // [CW] slots, one a consumer
@@ -966,6 +1153,45 @@ __global__ void __launch_bounds__(RingLayout<T, HD, CW, S>::kThreads, MINB) atte
   int pos[2], token[2], head[2];
   bool valid[2];
   row_setup<HD>(a, item, kvh, pos, token, head, valid, 0);
+  if constexpr (TR) {
+    // Items of <= 8 rows (the launch's ring_rows): rows 2 tig, 2 tig + 1 of this thread hold the
+    // outputs (row_setup's rows gid give q's B fragments).
+    int tpos[2], ttoken[2], thead[2];
+    bool tvalid[2];
+    row_setup_tr(a, item, kvh, tpos, ttoken, thead, tvalid);
+    pdl_begin();  // q is written by the kernel before this one
+    if (warp == L::kFolder) {
+      ring_fold_tr<T, HD, CW>(a, states, state_full, state_empty, ntiles, tpos, ttoken, thead, tvalid);
+      return;
+    }
+    uint32_t qa[HD / 16][4], qb[HD / 16][2];
+    load_q<T, HD>(a, token, head, valid, qa);
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) qb[kk][0] = qa[kk][0], qb[kk][1] = qa[kk][2];  // row gid's words
+    float* st = states + size_t(warp) * St::kFloats;
+    for (int t = warp; t < ntiles; t += CW) {
+      const int s = t % S;
+      mbar_wait(&full[s], uint32_t((t / S) & 1));
+      const T* ks = stages + size_t(s) * Smem<HD>::kStageElems;
+      float mn[2], sum[2], o[HD / 16][4];
+      bool active[2];
+      tile_compute_tr<T, HD>(qb, KFromSmem<T, HD>{ks}, ks + Smem<HD>::kKElems, t * kTile, tpos, tvalid, a.scale, mn,
+                             sum, active, o);
+      mbar_arrive(&empty[s]);                                                   // this lane's reads of the stage
+      if (t >= CW) mbar_wait(&state_empty[warp], uint32_t((t / CW - 1) & 1));  // the folder has read tile t - CW
+#pragma unroll
+      for (int mt = 0; mt < HD / 16; ++mt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) st[(4 * mt + e) * 32 + lane] = o[mt][e];
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        st[St::kAcc + c * 32 + lane] = mn[c];
+        st[St::kAcc + 64 + c * 32 + lane] = sum[c];
+      }
+      mbar_arrive(&state_full[warp]);  // this lane's part of the state is stored
+    }
+    return;
+  }
   pdl_begin();  // q is written by the kernel before this one
   bool any_row[2];  // uniform: halves without a row (a decode item of a group < 8) skip the states
 #pragma unroll
@@ -1038,20 +1264,38 @@ struct RingKernel {
   size_t smem;
   int threads;
 };
-template <typename T, int HD, int CW, int S, int MINB>
+template <typename T, int HD, int CW, int S, int MINB, bool TR>
 RingKernel ring_of() {
-  return {attention_ring_kernel<T, HD, CW, S, MINB>, RingLayout<T, HD, CW, S>::kBytes,
-          RingLayout<T, HD, CW, S>::kThreads};
+  return {attention_ring_kernel<T, HD, CW, S, MINB, TR>, RingLayout<T, HD, CW, S, TR>::kBytes,
+          RingLayout<T, HD, CW, S, TR>::kThreads};
 }
-template <typename T, int HD>
-RingKernel ring_kernel(int variant) {
+template <typename T, int HD, bool TR>
+RingKernel ring_kernel_of(int variant) {
   switch (variant) {
-    case 1: return ring_of<T, HD, 4, 5, 1>();  // 4 consumers, 5 stages
-    case 2: return ring_of<T, HD, 2, 2, 2>();  // 2 consumers, 2 stages, 2 CTAs per SM
-    case 3: return ring_of<T, HD, 3, 4, 1>();  // 3 consumers, 4 stages
-    case 4: return ring_of<T, HD, 5, 5, 1>();  // 5 consumers, 5 stages (218 KB at head_dim 128)
-    default: return ring_of<T, HD, 4, 4, 1>();  // 4 consumers, 4 stages
+    case 1: return ring_of<T, HD, 4, 5, 1, TR>();  // 4 consumers, 5 stages
+    case 2: return ring_of<T, HD, 2, 2, 2, TR>();  // 2 consumers, 2 stages, 2 CTAs per SM
+    case 3: return ring_of<T, HD, 3, 4, 1, TR>();  // 3 consumers, 4 stages
+    case 4: return ring_of<T, HD, 5, 5, 1, TR>();  // 5 consumers, 5 stages (218 KB at head_dim 128)
+    default: return ring_of<T, HD, 4, 4, 1, TR>();  // 4 consumers, 4 stages
   }
+}
+// tr: the transposed tiles (items of <= 8 rows only).
+template <typename T, int HD>
+RingKernel ring_kernel(int variant, bool tr) {
+  return tr ? ring_kernel_of<T, HD, true>(variant) : ring_kernel_of<T, HD, false>(variant);
+}
+// Whether the ring kernel's launches whose items all have <= 8 rows take the transposed tiles
+// (same bits): -1 = VERBATIM_ATTN_RING_TR (default 1; 0 = the plain tiles), else
+// set_attention_ring_transposed (tests). H200 s27_a, 8B decode ms at 8 / 32 / 64 sequences, two
+// alternated rounds: plain 5.165-5.169 / 6.332-6.341 / 8.608-8.620, transposed 5.027-5.046 /
+// 6.115-6.116 / 8.334-8.340; the kernel (ncu) at 16 / 32 / 64: 27.8 / 46.0 / 85.6 us -> 24.8 / 39.6 /
+// 76.2.
+std::atomic<int> g_ring_tr{-1};
+bool ring_transposed() {
+  const int v = g_ring_tr.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  static const bool env = env_int("VERBATIM_ATTN_RING_TR", 1) != 0;
+  return env;
 }
 // -1: VERBATIM_ATTN_RING_VARIANT, else set_attention_ring_variant (tests); either may say auto (-1).
 std::atomic<int> g_ring_variant{-1};
@@ -1122,10 +1366,11 @@ void prepare_hd() {
                   attention_fold_kernel<T, HD, 32, true>, attention_fold_kernel<T, HD, 32, true, true>})
     VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(fold_smem_bytes<T, HD>())));
   if constexpr (HD <= kRingMaxHeadDim) {
-    for (int v = 0; v < kRingVariants; ++v) {
-      const RingKernel k = ring_kernel<T, HD>(v);
-      VB_CUDA(cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(k.smem)));
-    }
+    for (int v = 0; v < kRingVariants; ++v)
+      for (bool tr : {false, true}) {
+        const RingKernel k = ring_kernel<T, HD>(v, tr);
+        VB_CUDA(cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(k.smem)));
+      }
   }
 }
 
@@ -1212,7 +1457,8 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
   }
   if (g.ring_end > g.ring_begin) {
     if constexpr (HD <= kRingMaxHeadDim) {
-      const RingKernel k = ring_kernel<T, HD>(ring_variant((g.ring_end - g.ring_begin) * a.kv_heads));
+      const RingKernel k = ring_kernel<T, HD>(ring_variant((g.ring_end - g.ring_begin) * a.kv_heads),
+                                              g.ring_rows <= 8 && ring_transposed());
       pdl_launch(k.fn, dim3(g.ring_end - g.ring_begin, a.kv_heads), dim3(k.threads), k.smem, stream, a,
                  g.ring_begin);
       VB_CUDA_LAUNCHED();
@@ -1268,6 +1514,7 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
   plan.state_base.assign(size_t(T), -1);
   const int qtile = attention_query_tile(heads_per_kv);
   std::vector<AttnItem> small, large, fold, ring_items;
+  int ring_rows = 0;  // the most rows of a ring item in the group
   AttnLaunch cur;
   int states = 0;
   auto last_pos = [&](const AttnItem& it) {
@@ -1296,12 +1543,14 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
     cur.fold_end = cur.ring_begin = int(plan.items.size());
     plan.items.insert(plan.items.end(), ring_items.begin(), ring_items.end());
     cur.ring_end = int(plan.items.size());
+    cur.ring_rows = ring_rows;
     cur.merge_end = int(plan.merge_tokens.size());
     if (cur.ring_end > cur.small_begin) plan.launches.push_back(cur);
     small.clear();
     large.clear();
     fold.clear();
     ring_items.clear();
+    ring_rows = 0;
     cur = AttnLaunch{};
     cur.merge_begin = int(plan.merge_tokens.size());
     states = 0;
@@ -1319,6 +1568,7 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
       fold.push_back(AttnItem{t, end - t, -1, bt});  // finished in its CTA: no states
     } else if (ring && rows <= 16) {
       ring_items.push_back(AttnItem{t, end - t, -1, bt});  // finished in its CTA: no states
+      ring_rows = std::max(ring_rows, rows);
     } else {
       int tile_states = 0;
       for (int i = t; i < end; ++i) {
@@ -1371,8 +1621,14 @@ void set_attention_tile_kernel(int mode) {
 bool attention_ring_ok(int head_dim) { return head_dim <= kRingMaxHeadDim; }
 
 void set_attention_ring_variant(int variant) {
-  if (variant < -1 || variant >= kRingVariants) throw Error("cuda attention: ring variant must be -1 to 4");
+  if (variant < -1 || variant >= kRingVariants)
+    throw Error("cuda attention: ring variant must be -1 to " + std::to_string(kRingVariants - 1));
   g_ring_variant.store(variant, std::memory_order_relaxed);
+}
+
+void set_attention_ring_transposed(int mode) {
+  if (mode < -1 || mode > 1) throw Error("cuda attention: ring transposed mode must be -1, 0 or 1");
+  g_ring_tr.store(mode, std::memory_order_relaxed);
 }
 
 void set_attention_fold_pv(int mode) {
@@ -1385,9 +1641,10 @@ void set_attention_small_item_warps(int warps) {
   g_small_warps.store(warps, std::memory_order_relaxed);
 }
 
-void attention(const AttnArgs& a, const AttnLaunch& g, DType t, cudaStream_t stream) {
+void attention(const AttnArgs& args, const AttnLaunch& g, DType t, cudaStream_t stream) {
   attention_prepare();
   const PdlScope pdl(pdl_for_attention());
+  const AttnArgs& a = args;
   if (t == DType::BF16) dispatch_hd<bf16>(a, g, stream);
   else if (t == DType::F16) dispatch_hd<f16>(a, g, stream);
   else throw Error("cuda attention: activations must be bf16 or fp16");

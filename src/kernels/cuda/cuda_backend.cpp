@@ -926,6 +926,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
       g.fold_end = bucket;  // whole-row items, padded with empty ones; no states, no merge
     } else if (ring) {
       g.ring_end = bucket;  // the same items, in the ring kernel
+      g.ring_rows = int(c.num_heads / c.num_kv_heads);  // one token an item
     } else {
       g.small_end = bucket * parts_cap;  // per-part items, padded with empty ones
       g.large_begin = g.large_end = g.fold_begin = g.fold_end = g.small_end;

@@ -258,6 +258,7 @@ struct AttnLaunch {
   int large_begin = 0, large_end = 0;  // per-part items of up to 64 rows: four-warp CTAs
   int fold_begin = 0, fold_end = 0;    // whole-row items (part == -1): four-warp CTAs
   int ring_begin = 0, ring_end = 0;    // whole-row items of <= 16 rows: the ring kernel
+  int ring_rows = 16;                  // the most rows of one ring item (<= 8: transposed tiles allowed)
   int merge_begin = 0, merge_end = 0;  // into merge_tokens / merge_parts
 };
 // Per (token, head), keys are cut into tiles of 64 absolute positions (cpu::kAttnTile) and
@@ -315,6 +316,10 @@ AttnPlan plan_attention(const int32_t* positions, const int32_t* token_seq, cons
 // Same bits every way: the tile kernel + merge's (cuda_ops_test).
 bool attention_ring_ok(int head_dim);
 void set_attention_ring_variant(int variant);
+// Whether the ring kernel's launches whose items all have <= 8 rows (decode on Qwen3: kv groups of 2
+// and 4) take transposed tiles (keys as the MMA's m: half the MMAs): -1 = VERBATIM_ATTN_RING_TR
+// (default on), 0 = never, 1 = always. Same bits.
+void set_attention_ring_transposed(int mode);
 
 // ---- Sampler (sampler.cu): per logit row, as engine/sampler.h (same steps and tie rules; the
 // sums are fixed-order block reductions instead of one sequential accumulator: the log-softmax
