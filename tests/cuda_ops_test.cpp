@@ -11,6 +11,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -1297,6 +1298,25 @@ TEST(CudaSampler, FullVocabStatsFollowTheCpuAndIgnoreTheBatch) {
     EXPECT_EQ(one.out[0].token, all.out[size_t(i)].token) << "row " << i;
     EXPECT_EQ(f32_bits(one.out[0].logprob), f32_bits(all.out[size_t(i)].logprob)) << "row " << i;
   }
+}
+
+// The plan says how many rows its largest ring item has (host code: runs without a GPU): the ring
+// kernel takes the transposed tiles only where every item fits their 8 rows (n of the MMA).
+TEST(AttentionPlan, RingRowsIsTheLargestRingItem) {
+  auto ring_rows = [](const std::vector<int32_t>& pos, const std::vector<int32_t>& seq, int group) {
+    const std::vector<int32_t> bt_off(8, 0);
+    const cuda::AttnPlan plan =
+        cuda::plan_attention(pos.data(), seq.data(), bt_off.data(), int(pos.size()), group, 64, 1 << 20, true, true);
+    EXPECT_EQ(plan.launches.size(), 1u);
+    const cuda::AttnLaunch& g = plan.launches.at(0);
+    EXPECT_EQ(g.ring_end - g.ring_begin, int(std::set<int32_t>(seq.begin(), seq.end()).size()));
+    return g.ring_rows;
+  };
+  EXPECT_EQ(ring_rows({700, 64, 3, 1023, 0}, {0, 1, 2, 3, 4}, 4), 4);  // a decode step (8B's group)
+  EXPECT_EQ(ring_rows({700, 64, 3}, {0, 1, 2}, 2), 2);                 // (0.6B's group)
+  EXPECT_EQ(ring_rows({10, 11, 500}, {0, 0, 1}, 4), 8);                // 2 tokens x 4 heads: still fits
+  EXPECT_EQ(ring_rows({10, 11, 12, 500}, {0, 0, 0, 1}, 4), 12);        // 3 x 4: the plain tiles
+  EXPECT_EQ(ring_rows({10, 11, 12, 13, 14, 15, 16, 17}, {0, 0, 0, 0, 0, 0, 0, 0}, 2), 16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::BF16, DType::F16),
