@@ -322,12 +322,12 @@ __device__ __forceinline__ void vt_frags(const T* vs, int j, int mt, uint32_t (&
 // 2 tig' + e, so a lane pair (gid 2 tig', 2 tig' + 1) swaps one row's values and each runs one
 // chain (even gid: row 2 tig, odd: row 2 tig + 1); lanes 8 and 16 apart hold the tree's partners.
 // kf: K's words as tile_scores takes them (kf.at(nt, kk): key 8 nt + gid, dims 16 kk + 4 tig .. + 3);
-// vs: V in Smem's layout; before_pv as tile_compute's.
-template <typename T, int HD, typename KSrc, typename BeforePV = NothingBeforePV>
+// vs: V in Smem's layout.
+template <typename T, int HD, typename KSrc>
 __device__ __forceinline__ void tile_compute_tr(const uint32_t (&qb)[HD / 16][2], const KSrc& kf, const T* vs, int t0,
                                                 const int (&pos)[2], const bool (&valid)[2], float scale,
                                                 float (&mn)[2], float (&sum)[2], bool (&active)[2],
-                                                float (&o)[HD / 16][4], BeforePV before_pv = {}) {
+                                                float (&o)[HD / 16][4]) {
   const int lane = threadIdx.x & 31, gid = lane >> 2;
   const bool odd = gid & 1;
   float s[4][4];
@@ -386,7 +386,6 @@ __device__ __forceinline__ void tile_compute_tr(const uint32_t (&qb)[HD / 16][2]
   const float other = __shfl_xor_sync(0xffffffffu, sm, 4);
   sum[0] = odd ? other : sm;
   sum[1] = odd ? sm : other;
-  before_pv();
   // P^T's B fragments: an 8 x 8 block (keys 16 j + 8 hb + gid, rows 2 tig, +1) transposed is
   // (rows gid, keys 16 j + 8 hb + 2 tig, +1), the B words of k slots 8 hb + 2 tig, +1.
   uint32_t pb[4][2];
@@ -1641,10 +1640,9 @@ void set_attention_small_item_warps(int warps) {
   g_small_warps.store(warps, std::memory_order_relaxed);
 }
 
-void attention(const AttnArgs& args, const AttnLaunch& g, DType t, cudaStream_t stream) {
+void attention(const AttnArgs& a, const AttnLaunch& g, DType t, cudaStream_t stream) {
   attention_prepare();
   const PdlScope pdl(pdl_for_attention());
-  const AttnArgs& a = args;
   if (t == DType::BF16) dispatch_hd<bf16>(a, g, stream);
   else if (t == DType::F16) dispatch_hd<f16>(a, g, stream);
   else throw Error("cuda attention: activations must be bf16 or fp16");
