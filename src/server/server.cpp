@@ -295,9 +295,9 @@ int serve(const ServeOptions& o) {
     http.join();
     return 1;
   }
+  svr.stop_accepting();  // before the log line: whoever reads it must find the port closed
   log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
            ": no new connections; finishing " + std::to_string(st.in_flight.load()) + " in-flight request(s)");
-  svr.stop_accepting();
   http.join();  // every worker finished its connection
   st.rt->async_engine->drain_and_stop();
   log_line("stopped cleanly");
