@@ -10,6 +10,7 @@
 #include <atomic>
 #include <dirent.h>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -374,6 +375,30 @@ TEST(ReliabilityLoad, BurstLargerThanQueueGets503ThenRecovers) {
 
 // KV exhaustion: 16 concurrent requests that need 8 blocks each at the end, with 40 blocks in all,
 // so running sequences are preempted and recomputed. The outputs must not notice.
+// More open connections than any fixed worker pool would hold (the old one: 128 threads), all of
+// them streaming or waiting for the engine: /health and /metrics still answer at once, and every
+// request is aborted and its KV freed when its client hangs up.
+TEST(ReliabilityLoad, HealthAnswersWithMoreOpenStreamsThanThreadsOfOldPool) {
+  ServerProcess s({model(), "--max-num-seqs", "2", "--no-enable-prefix-caching"});
+  const int port = s.port(), n = 200;
+  std::vector<std::unique_ptr<RawConnection>> conns;
+  for (int i = 0; i < n; ++i) {
+    conns.push_back(std::make_unique<RawConnection>(port));
+    conns.back()->send_post("/v1/completions", request(i, 3000, true, 8).dump());
+  }
+  ASSERT_TRUE(wait_until([&] { return metric(port, "verbatim:num_requests_waiting") == n - 2; }, 60)) << s.log();
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(s.health(), 200);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+  EXPECT_EQ(metric(port, "verbatim:num_requests_running"), 2);
+  conns.clear();  // every client hangs up
+  EXPECT_TRUE(wait_until([&] {
+    return metric(port, "verbatim:num_requests_running") + metric(port, "verbatim:num_requests_waiting") == 0;
+  }, 60));
+  EXPECT_EQ(metric(port, "verbatim:kv_cache_usage_perc"), 0);
+  expect_clean_exit(s);
+}
+
 TEST(ReliabilityLoad, KvExhaustionWithPreemption) {
   ServerProcess s({model(), "--no-enable-prefix-caching", "--num-kv-blocks", "40", "--block-size", "16",
                    "--max-num-seqs", "16"});

@@ -3,6 +3,8 @@
 // every bad-input answer (400 / 401 / 404 / 405) with OpenAI's error JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -278,6 +280,102 @@ TEST_F(ServerApi, StopStringsAndStopTokens) {
   EXPECT_EQ(tr.j["choices"][0]["text"], tok_->decode({ids.begin(), ids.begin() + first}, true));
 }
 
+// vLLM's semantics: min_tokens holds stop strings off too, and include_stop_str_in_output keeps
+// the text of a stop_token_ids token.
+TEST_F(ServerApi, MinTokensHoldsOffStopStringsAndStopTokenTextIsKeptOnRequest) {
+  json b = {{"prompt", "List: one, two,"}, {"max_tokens", 24}, {"temperature", 0}, {"return_token_ids", true}};
+  auto base = post(port(), "/v1/completions", b);
+  ASSERT_EQ(base.status, 200) << base.body;
+  const std::string text = base.j["choices"][0]["text"];
+  auto ids = base.j["choices"][0]["token_ids"].get<std::vector<int32_t>>();
+  // A stop string of one byte that occurs in the first 6 tokens' text and again after it.
+  const std::string head = tok_->decode({ids.begin(), ids.begin() + 6}, true);
+  std::string stop;
+  for (char c : head)
+    if (static_cast<unsigned char>(c) < 0x80 && text.find(c, head.size()) != std::string::npos) {
+      stop = std::string(1, c);
+      break;
+    }
+  ASSERT_FALSE(stop.empty()) << "no byte of the head recurs: " << text;
+  json sb = b;
+  sb["stop"] = stop;
+  auto early = post(port(), "/v1/completions", sb);
+  EXPECT_EQ(early.j["choices"][0]["text"], text.substr(0, text.find(stop)));
+  sb["min_tokens"] = 6;
+  for (bool stream : {false, true}) {
+    std::string got;
+    json ids_got = json::array();
+    if (!stream) {
+      auto r = post(port(), "/v1/completions", sb);
+      got = r.j["choices"][0]["text"];
+      ids_got = r.j["choices"][0]["token_ids"];
+    } else {
+      json st = sb;
+      st["stream"] = true;
+      for (auto& e : post_stream(port(), "/v1/completions", st).events) {
+        got += e["choices"][0]["text"].get<std::string>();
+        for (auto& t : e["choices"][0]["token_ids"]) ids_got.push_back(t);
+      }
+    }
+    EXPECT_EQ(got, text.substr(0, text.find(stop, head.size()))) << "stream=" << stream;
+    EXPECT_GT(ids_got.size(), 6u) << "at least min_tokens tokens, then the one completing the stop string";
+  }
+  // stop_token_ids with include_stop_str_in_output: the stopping token's text stays.
+  json tb = b;
+  tb["stop_token_ids"] = {ids[5]};
+  tb["include_stop_str_in_output"] = true;
+  auto tr = post(port(), "/v1/completions", tb);
+  size_t first = std::find(ids.begin(), ids.end(), ids[5]) - ids.begin();
+  EXPECT_EQ(tr.j["choices"][0]["stop_reason"], ids[5]);
+  EXPECT_EQ(tr.j["choices"][0]["text"], tok_->decode({ids.begin(), ids.begin() + first + 1}, true));
+}
+
+// OpenAI's stream_options.include_usage: every chunk before the usage chunk says "usage": null.
+TEST_F(ServerApi, IncludeUsageChunksCarryUsageNullUntilTheLast) {
+  for (const char* route : {"/v1/completions", "/v1/chat/completions"}) {
+    json b = {{"max_tokens", 4}, {"temperature", 0}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
+    if (std::string(route) == "/v1/completions") b["prompt"] = "Hi";
+    else b["messages"] = {{{"role", "user"}, {"content", "Hi"}}};
+    auto s = post_stream(port(), route, b);
+    ASSERT_TRUE(s.done) << route;
+    ASSERT_GE(s.events.size(), 2u);
+    for (size_t i = 0; i + 1 < s.events.size(); ++i) {
+      ASSERT_TRUE(s.events[i].contains("usage")) << route << " chunk " << i;
+      EXPECT_TRUE(s.events[i]["usage"].is_null()) << route << " chunk " << i;
+    }
+    EXPECT_TRUE(s.events.back()["usage"].is_object()) << route;
+    EXPECT_TRUE(s.events.back()["choices"].empty()) << route;
+    b.erase("stream_options");  // without it, no usage key at all
+    for (auto& e : post_stream(port(), route, b).events) EXPECT_FALSE(e.contains("usage")) << route;
+  }
+}
+
+// A request that states no body length has none (RFC 9112): answered at once, not after the
+// read timeout (httplib would wait 30 s for a body), with the route's status.
+TEST_F(ServerApi, BodylessRequestsAreAnsweredAtOnce) {
+  struct Case {
+    const char* method;
+    const char* path;
+    const char* status;
+  };
+  for (const Case& c : {Case{"POST", "/reset_prefix_cache", " 200 "}, Case{"POST", "/health", " 405 "},
+                        Case{"PUT", "/v1/chat/completions", " 405 "}, Case{"POST", "/v1/completions", " 400 "},
+                        Case{"DELETE", "/nowhere", " 404 "}}) {
+    RawConnection conn(port());
+    auto t0 = std::chrono::steady_clock::now();
+    conn.send_raw(std::string(c.method) + " " + c.path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    std::string got = conn.read_until("\r\n\r\n", 1, 10);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_NE(got.find(c.status), std::string::npos) << c.method << " " << c.path << ": " << got;
+    EXPECT_LT(s, 5.0) << c.method << " " << c.path;
+  }
+  // A form-encoded body (curl -d without -H) past httplib's 8 KiB form limit: the message says why.
+  json big = {{"prompt", std::string(9000, 'a')}, {"max_tokens", 1}};
+  auto r = post_raw(port(), "/v1/completions", big.dump(), {}, "application/x-www-form-urlencoded");
+  EXPECT_EQ(r.status, 413);
+  EXPECT_NE(r.j["error"]["message"].get<std::string>().find("Content-Type: application/json"), std::string::npos) << r.body;
+}
+
 TEST_F(ServerApi, ChatCompletions) {
   json b = {{"model", "tiny-text"},
             {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hello!"}}}},
@@ -447,6 +545,9 @@ TEST_F(ServerApi, ApiKeyIs401AndOpenRoutesStayOpen) {
   EXPECT_EQ(get(p, "/health").status, 200);
   EXPECT_EQ(get(p, "/metrics").status, 200);
   EXPECT_EQ(get(p, "/version").status, 200);
+  // Resetting the prefix cache changes server state: it needs the key too.
+  EXPECT_EQ(post(p, "/reset_prefix_cache", json::object()).status, 401);
+  EXPECT_EQ(post(p, "/reset_prefix_cache", json::object(), kKey).status, 200);
 }
 
 TEST_F(ServerApi, UnknownRoutesAndModelsAre404) {

@@ -249,6 +249,9 @@ class RawConnection {
                       std::to_string(body.size()) + "\r\n\r\n" + body;
     if (::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != ssize_t(req.size())) throw std::runtime_error("send failed");
   }
+  void send_raw(const std::string& bytes) {
+    if (::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) != ssize_t(bytes.size())) throw std::runtime_error("send failed");
+  }
   // Reads until `needle` occurs `count` times in what arrived (or the peer closes / timeout).
   std::string read_until(const std::string& needle, int count, double timeout_s = 120) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);

@@ -75,6 +75,35 @@ TEST(ServerLifecycle, SigtermFinishesInFlightStreamsThenExitsZero) {
   EXPECT_NE(s.log().find("stopped cleanly"), std::string::npos);
 }
 
+// After SIGTERM a connection kept alive gets 503 with Connection: close for its next request (it
+// no longer keeps the server up), and a second signal exits at once, cutting the stream off.
+TEST(ServerLifecycle, KeepAliveAfterSigtermIs503AndASecondSignalExitsAtOnce) {
+  ServerProcess s({text_model_dir()});  // the real vocabulary: ~8 ms a token here, so the stream lasts
+  int port = s.port();
+  httplib::Client ka("127.0.0.1", port);
+  ka.set_keep_alive(true);
+  ka.set_read_timeout(30);
+  json small = {{"prompt", {1, 2}}, {"max_tokens", 2}};
+  auto first = ka.Post("/v1/completions", small.dump(), "application/json");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200);
+  SseResult streamed;
+  std::thread client([&] { streamed = post_stream(port, "/v1/completions", long_stream(4000)); });
+  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 30));
+  ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+  ASSERT_TRUE(wait_for([&] { return s.log().find("received SIGTERM") != std::string::npos; }, 10));
+  auto again = ka.Post("/v1/completions", small.dump(), "application/json");
+  ASSERT_TRUE(again) << "the kept-alive connection must still be answered";
+  EXPECT_EQ(again->status, 503);
+  EXPECT_EQ(again->get_header_value("Connection"), "close");
+  EXPECT_TRUE(s.running()) << "the long stream is still in flight";
+  ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+  EXPECT_EQ(s.wait_exit(10), 1) << s.log();
+  EXPECT_NE(s.log().find("second signal"), std::string::npos) << s.log();
+  client.join();
+  EXPECT_FALSE(streamed.done) << "the stream was cut off";
+}
+
 TEST(ServerLifecycle, DisconnectMidStreamAbortsAndFreesBlocks) {
   ServerProcess s({model(), "--no-enable-prefix-caching"});
   int port = s.port();

@@ -66,6 +66,30 @@ TEST(Protocol, ErrorsNameTheParam) {
   EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 0})"), "(accepted)");
   EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 1})"), "presence_penalty");
   EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": "x"}], "unknown_field": 1})"), "(accepted)");
+  // vLLM's extensions that would change the output are refused, not ignored; neutral values pass.
+  for (const char* f : {R"("guided_choice": ["a", "b"])", R"("guided_json": {})", R"("prompt_logprobs": 1)",
+                        R"("allowed_token_ids": [1])", R"("bad_words": ["x"])", R"("tool_choice": "required")",
+                        R"("chat_template": "{{ x }}")", R"("truncate_prompt_tokens": 8)", R"("echo": true)",
+                        R"("priority": 1)", R"("return_tokens_as_token_ids": true)"}) {
+    std::string name = std::string(f).substr(1, std::string(f).find('"', 1) - 1);
+    EXPECT_EQ(param_of(std::string(R"({"messages": [{"role": "user", "content": "x"}], )") + f + "}"), name) << f;
+  }
+  for (const char* f : {R"("guided_choice": null)", R"("allowed_token_ids": [])", R"("tool_choice": "none")",
+                        R"("priority": 0)", R"("echo": false)"})
+    EXPECT_EQ(param_of(std::string(R"({"messages": [{"role": "user", "content": "x"}], )") + f + "}"), "(accepted)") << f;
+  // A history with tool calls would be rendered without them: refused as tools are.
+  EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "",
+                         "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                         {"role": "tool", "content": "sunny"}]})"),
+            "messages[1].tool_calls");
+  // Integers past int64 are refused, not wrapped; the range message names both ends.
+  EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": "x"}], "seed": 18446744073709551615})"), "seed");
+  try {
+    parse_completion_request(parse(R"({"prompt": "x", "max_tokens": 2147483648})"), SamplingDefaults{});
+    ADD_FAILURE() << "max_tokens past int32 accepted";
+  } catch (const InvalidRequest& e) {
+    EXPECT_NE(std::string(e.what()).find("between 1 and 2147483647"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(excerpt(std::string(500, 'a')).size(), 43u);
   // Stray UTF-8 continuation bytes count too (fuzz_protocol finding): at most 4 bytes a character.
   EXPECT_LE(excerpt(std::string(500, '\x82')).size(), 4u * 40 + 3);
@@ -147,6 +171,47 @@ TEST_F(ChoiceStateTest, StopTokenCountsButItsTextIsLeftOut) {
   EXPECT_EQ(s.token_ids().back(), eos);
   EXPECT_EQ(*s.stop_token(), eos);
   EXPECT_FALSE(s.needs_abort());
+  // include_stop_str_in_output keeps the stopping token's text too (vLLM).
+  cfg.include_stop_str_in_output = true;
+  ChoiceState inc(0, tok_, cfg);
+  inc.apply(update(ids, true, FinishReason::Stop));
+  EXPECT_EQ(inc.text(), "Hello there<|im_end|>");
+  EXPECT_EQ(*inc.stop_token(), eos);
+}
+
+// min_tokens holds stop strings off: a match must end after the first min_tokens tokens' text
+// (it may start inside it), as vLLM's stop_check_offset; whatever the grouping of the updates.
+TEST_F(ChoiceStateTest, MinTokensHoldsOffStopStringsUntilTheirTextIsPast) {
+  const std::string text = "alpha beta gamma delta epsilon";
+  std::vector<int32_t> ids = tok_->encode(text);
+  ASSERT_GE(ids.size(), 5u);
+  const std::string head = tok_->decode({ids.begin(), ids.begin() + 2}, true);
+  ASSERT_EQ(head, "alpha beta") << "the cases below assume these two tokens";
+  struct Case {
+    std::string stop;
+    int min_tokens;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {" ", 0, "alpha"},                                           // the first space
+      {" ", 2, text.substr(0, text.find(' ', head.size()))},       // the first space past the head
+      {"a g", 2, text.substr(0, text.find("a g"))},                // starts in the head, ends past it
+      {"lpha", 2, text},                                           // only inside the head: never
+  };
+  for (const Case& c : cases)
+    for (size_t group : {size_t(1), size_t(3), ids.size()}) {
+      ChoiceConfig cfg;
+      cfg.stop = {c.stop};
+      cfg.min_tokens = c.min_tokens;
+      ChoiceState s(0, tok_, cfg);
+      std::string joined;
+      for (size_t i = 0; i < ids.size() && !s.finished(); i += group) {
+        std::vector<int32_t> part(ids.begin() + i, ids.begin() + std::min(ids.size(), i + group));
+        joined += s.apply(update(part, i + group >= ids.size(), FinishReason::Length)).text;
+      }
+      EXPECT_EQ(s.text(), c.want) << "stop '" << c.stop << "', min_tokens " << c.min_tokens << ", group " << group;
+      EXPECT_EQ(joined, c.want) << "streamed, group " << group;
+    }
 }
 
 }  // namespace

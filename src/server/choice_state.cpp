@@ -23,14 +23,12 @@ ChoiceState::Delta ChoiceState::apply(const RequestUpdate& u) {
     tokens_.push_back(t.token);
     if (cfg_.want_logprobs) logprobs_.push_back(t);
     // The engine stops right after an EOS or stop_token_ids token: that token counts in token_ids
-    // but its text is left out, as in vLLM.
+    // but its text is left out unless include_stop_str_in_output, as in vLLM.
     bool stop_trigger = u.finished && u.reason == FinishReason::Stop && i + 1 == u.tokens.size();
-    if (stop_trigger) {
-      if (std::find(cfg_.stop_token_ids.begin(), cfg_.stop_token_ids.end(), t.token) != cfg_.stop_token_ids.end())
-        stop_token_ = t.token;
-    } else if (decoder_) {
-      feed_text(decoder_->push(t.token));
-    }
+    if (stop_trigger &&
+        std::find(cfg_.stop_token_ids.begin(), cfg_.stop_token_ids.end(), t.token) != cfg_.stop_token_ids.end())
+      stop_token_ = t.token;
+    if (decoder_ && (!stop_trigger || cfg_.include_stop_str_in_output)) feed_text(decoder_->push(t.token));
   }
   if (!finished_ && u.finished) {
     if (decoder_) feed_text(decoder_->finish());
@@ -50,10 +48,17 @@ void ChoiceState::feed_text(const std::string& piece) {
   // Only a match that ends inside the new piece can be new: search from hold_ bytes back.
   size_t from = text_.size() > hold_ ? text_.size() - hold_ : 0;
   text_ += piece;
+  // min_tokens holds off stop strings: one may start in the first min_tokens tokens' text but
+  // must end after it (vLLM's stop_check_offset).
+  if (tokens_.size() <= size_t(std::max(cfg_.min_tokens, 0))) {
+    min_text_ = text_.size();
+    return;
+  }
   size_t best = std::string::npos;
   const std::string* hit = nullptr;
   for (const auto& s : cfg_.stop) {  // earliest match wins; at equal positions the first listed
     size_t pos = text_.find(s, from);
+    while (pos != std::string::npos && pos + s.size() <= min_text_) pos = text_.find(s, pos + 1);
     if (pos != std::string::npos && pos < best) {
       best = pos;
       hit = &s;

@@ -16,7 +16,8 @@ namespace verbatim::server {
 struct ChoiceConfig {
   std::vector<std::string> stop;        // stop strings, matched on the detokenized text
   std::vector<int32_t> stop_token_ids;  // reported as stop_reason when one ends the choice
-  bool include_stop_str_in_output = false;
+  bool include_stop_str_in_output = false;  // also the text of a stop_token_ids / EOS token that ends it
+  int min_tokens = 0;                       // a stop string must end after these tokens' text (vLLM)
   bool skip_special_tokens = true;
   bool want_logprobs = false;
 };
@@ -60,6 +61,7 @@ class ChoiceState {
   ChoiceConfig cfg_;
   std::optional<StreamDecoder> decoder_;
   size_t hold_ = 0;  // bytes held back while streaming: a stop string may still start there
+  size_t min_text_ = 0;  // bytes of the first min_tokens tokens' text: no stop string ends inside
   std::vector<int32_t> tokens_;
   std::vector<TokenLogprob> logprobs_;
   std::vector<TokenLogprob> prompt_logprobs_;

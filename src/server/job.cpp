@@ -118,6 +118,13 @@ json Job::response(const ResponseMeta& meta) const {
 }
 
 std::vector<json> Job::chunks(const ResponseMeta& meta, Choice& c, const ChoiceState::Delta& d) {
+  std::vector<json> out = chunks_of(meta, c, d);
+  if (req_.include_usage)  // OpenAI: every chunk before the usage chunk carries "usage": null
+    for (json& j : out) j["usage"] = nullptr;
+  return out;
+}
+
+std::vector<json> Job::chunks_of(const ResponseMeta& meta, Choice& c, const ChoiceState::Delta& d) {
   std::vector<json> out;
   bool first = !c.started;
   c.started = true;

@@ -50,6 +50,7 @@ class Job {
   Job(Kind kind, GenerationRequest req, std::vector<PreparedPrompt> prompts, const ModelLimits& m);
   ChoiceJson choice_json(const Choice& c, size_t first_token, size_t num_tokens, bool first) const;
   std::vector<LogprobEntry> echo_entries(const Choice& c) const;
+  std::vector<json> chunks_of(const ResponseMeta& meta, Choice& c, const ChoiceState::Delta& d);
 
   Kind kind_;
   GenerationRequest req_;

@@ -95,6 +95,7 @@ ChoiceConfig choice_config(const GenerationRequest& r, const ModelLimits& m) {
   c.stop = r.stop;
   c.stop_token_ids = r.params.stop_token_ids;
   c.include_stop_str_in_output = r.include_stop_str_in_output;
+  c.min_tokens = r.params.min_tokens;
   c.skip_special_tokens = r.skip_special_tokens;
   c.want_logprobs = r.params.logprobs >= 0;
   return c;

@@ -38,12 +38,12 @@ const json* field(const json& body, const char* name) {
 }
 
 int64_t as_int(const json& v, const std::string& param) {
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_unsigned()) {
+  if (v.is_number_unsigned()) {  // first: is_number_integer() is true for unsigned numbers too
     uint64_t u = v.get<uint64_t>();
     if (u > uint64_t(std::numeric_limits<int64_t>::max())) bad(param, "is out of range (got " + shown(v) + ")");
     return int64_t(u);
   }
+  if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_number_float()) {  // pydantic's lax mode: 16.0 is the integer 16, 16.5 is not
     double d = v.get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) return int64_t(d);
@@ -116,6 +116,22 @@ void reject_unsupported(const json& body) {
   }
   if (get_bool(body, "continue_final_message", false))
     bad("continue_final_message", "is not supported by verbatim");
+  // vLLM's extensions that change the output: refused unless absent, null or their neutral value.
+  for (const char* name : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
+                           "logits_processors", "truncate_prompt_tokens", "chat_template", "documents",
+                           "functions", "mm_processor_kwargs"})
+    if (field(body, name)) bad(name, "is not supported by verbatim");
+  for (const char* name : {"allowed_token_ids", "bad_words"})
+    if (const json* v = field(body, name); v && !(v->is_array() && v->empty())) bad(name, "is not supported by verbatim");
+  if (field(body, "prompt_logprobs"))
+    bad("prompt_logprobs", "is not supported by verbatim (completions: 'echo' with 'logprobs' gives the prompt's logprobs)");
+  if (get_bool(body, "return_tokens_as_token_ids", false)) bad("return_tokens_as_token_ids", "is not supported by verbatim");
+  neutral_number("priority", 0.0);
+  // With no tools, only the choices that call none mean anything.
+  if (const json* v = field(body, "tool_choice"); v && !(v->is_string() && (*v == "none" || *v == "auto")))
+    bad("tool_choice", "(tool calling) is not supported by verbatim");
+  if (const json* v = field(body, "function_call"); v && !(v->is_string() && (*v == "none" || *v == "auto")))
+    bad("function_call", "(tool calling) is not supported by verbatim");
 }
 
 std::vector<int32_t> parse_id_list(const json& arr, const std::string& param) {
@@ -191,13 +207,14 @@ void parse_generation(const json& body, const SamplingDefaults& d, GenerationReq
   if (p.temperature < 0) bad("temperature", "must be >= 0 (got " + shown(body.at("temperature")) + ")");
   p.top_p = float(get_number(body, "top_p", d.top_p));
   if (!(p.top_p > 0 && p.top_p <= 1)) bad("top_p", "must be in (0, 1] (got " + shown(body.at("top_p")) + ")");
-  p.top_k = get_int(body, "top_k", d.top_k, -1, std::numeric_limits<int32_t>::max(), "must be -1 (off), 0 (off) or positive");
+  p.top_k = get_int(body, "top_k", d.top_k, -1, std::numeric_limits<int32_t>::max(),
+                    "must be -1 (off), 0 (off) or a positive 32-bit integer");
   if (p.top_k < 0) p.top_k = 0;
   p.min_p = float(get_number(body, "min_p", d.min_p));
   if (!(p.min_p >= 0 && p.min_p <= 1)) bad("min_p", "must be in [0, 1] (got " + shown(body.at("min_p")) + ")");
   if (const json* s = field(body, "seed")) p.seed = uint64_t(as_int(*s, "seed"));  // negative seeds wrap, as in vLLM
   p.ignore_eos = get_bool(body, "ignore_eos", false);
-  p.min_tokens = get_int(body, "min_tokens", 0, 0, std::numeric_limits<int32_t>::max(), "must be >= 0");
+  p.min_tokens = get_int(body, "min_tokens", 0, 0, std::numeric_limits<int32_t>::max(), "must be between 0 and 2147483647");
   if (const json* v = field(body, "stop_token_ids")) {
     if (!v->is_array()) wrong_type("stop_token_ids", "a list of token ids", *v);
     p.stop_token_ids = parse_id_list(*v, "stop_token_ids");
@@ -260,6 +277,9 @@ std::vector<ChatMessage> parse_messages(const json& body) {
     const json* content = field(m, "content");
     if (content) msg.content = message_content(*content, i);
     else if (msg.role != "assistant") bad(param + ".content", "is required");
+    // Tool calling is refused ('tools'); a history holding calls would be rendered without them.
+    if (const json* tc = field(m, "tool_calls"); tc && !(tc->is_array() && tc->empty()))
+      bad(param + ".tool_calls", "(tool calling) is not supported by verbatim");
     if (const json* rc = field(m, "reasoning_content")) {
       if (!rc->is_string()) wrong_type(param + ".reasoning_content", "a string", *rc);
       msg.reasoning_content = rc->get<std::string>();
@@ -348,7 +368,7 @@ CompletionRequest parse_completion_request(const json& body, const SamplingDefau
   CompletionRequest r;
   parse_generation(body, defaults, r);
   r.prompts = parse_prompts(body);
-  r.max_tokens = get_opt_int(body, "max_tokens", 1, std::numeric_limits<int32_t>::max(), "must be at least 1");
+  r.max_tokens = get_opt_int(body, "max_tokens", 1, std::numeric_limits<int32_t>::max(), "must be between 1 and 2147483647");
   if (!r.max_tokens) r.max_tokens = 16;  // OpenAI's and vLLM's default for completions
   r.echo = get_bool(body, "echo", false);
   if (const json* v = field(body, "logprobs"); v && v->is_boolean()) wrong_type("logprobs", "an integer", *v);
@@ -365,11 +385,12 @@ ChatRequest parse_chat_request(const json& body, const SamplingDefaults& default
   ChatRequest r;
   parse_generation(body, defaults, r);
   r.messages = parse_messages(body);
-  r.max_tokens = get_opt_int(body, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max(), "must be at least 1");
+  r.max_tokens = get_opt_int(body, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max(), "must be between 1 and 2147483647");
   if (!r.max_tokens)
-    r.max_tokens = get_opt_int(body, "max_tokens", 1, std::numeric_limits<int32_t>::max(), "must be at least 1");
+    r.max_tokens = get_opt_int(body, "max_tokens", 1, std::numeric_limits<int32_t>::max(), "must be between 1 and 2147483647");
   r.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
   parse_template_kwargs(body, r.enable_thinking);
+  if (get_bool(body, "echo", false)) bad("echo", "is not supported by verbatim on chat completions");
   r.logprobs = get_bool(body, "logprobs", false);
   if (field(body, "top_logprobs")) {
     r.top_logprobs = get_int(body, "top_logprobs", 0, 0, kMaxLogprobs, "must be between 0 and 20");

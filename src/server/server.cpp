@@ -8,6 +8,10 @@
 #include <sys/socket.h>
 
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
 #include <cstdio>
 #include <mutex>
 #include <random>
@@ -17,6 +21,7 @@
 #include "core/hash.h"
 #include "model/config.h"
 #include "server/auth.h"
+#include "server/connection_pool.h"
 #include "server/server_state.h"
 
 namespace verbatim::server {
@@ -42,6 +47,11 @@ class HttpServer : public httplib::Server {
 template <class F>
 httplib::Server::Handler guarded(ServerState& st, F f) {
   return [&st, f](const httplib::Request& req, httplib::Response& res) {
+    if (st.draining) {  // a request on a connection kept alive past SIGTERM: answered, then closed
+      res.set_header("Connection", "close");
+      send_error(st, res, 503, "the server is shutting down and takes no new requests");
+      return;
+    }
     try {
       f(req, res);
     } catch (const InvalidRequest& e) {
@@ -59,11 +69,31 @@ httplib::Server::Handler guarded(ServerState& st, F f) {
   };
 }
 
-bool is_known_route(const std::string& path) {
-  for (const char* p : {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/version", "/metrics",
-                        "/tokenize", "/detokenize", "/tokenizer_info", "/reset_prefix_cache"})
-    if (path == p) return true;
-  return false;
+// Every route's path and method, for 405 on a known path with another method.
+struct RouteSpec {
+  const char* path;
+  const char* method;
+  bool prefix;  // /v1/models/{id}
+};
+constexpr RouteSpec kRoutes[] = {
+    {"/v1/completions", "POST", false}, {"/v1/chat/completions", "POST", false}, {"/v1/models", "GET", false},
+    {"/v1/models/", "GET", true},       {"/health", "GET", false},               {"/version", "GET", false},
+    {"/metrics", "GET", false},         {"/tokenize", "POST", false},            {"/detokenize", "POST", false},
+    {"/tokenizer_info", "GET", false},  {"/reset_prefix_cache", "POST", false}};
+
+const RouteSpec* route_of(const std::string& path) {
+  for (const RouteSpec& r : kRoutes)
+    if (r.prefix ? path.size() > std::strlen(r.path) && path.rfind(r.path, 0) == 0 : path == r.path) return &r;
+  return nullptr;
+}
+bool method_allowed(const RouteSpec& r, const std::string& method) {
+  return method == r.method || (std::strcmp(r.method, "GET") == 0 && method == "HEAD");
+}
+
+// A request that states no body length (no Content-Length, not chunked) has no body (RFC 9112
+// 6.3); httplib 0.11 would instead read such a POST until the client hangs up or 30 s pass.
+bool has_no_body(const httplib::Request& req) {
+  return !req.has_header("Content-Length") && req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos;
 }
 
 std::string url_of(const std::string& host, int port) {
@@ -72,6 +102,12 @@ std::string url_of(const std::string& host, int port) {
 }
 
 void register_routes(HttpServer& svr, ServerState& st) {
+  // POST handlers by path, also called from the pre-routing handler for body-less POSTs.
+  auto posts = std::make_shared<std::map<std::string, httplib::Server::Handler>>();
+  auto post = [&svr, posts](const char* path, httplib::Server::Handler h) {
+    (*posts)[path] = h;
+    svr.Post(path, std::move(h));
+  };
   svr.Get("/health", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
     if (!st.ready) throw HttpError(503, "the model is still loading");
     res.status = 200;
@@ -92,42 +128,63 @@ void register_routes(HttpServer& svr, ServerState& st) {
     Runtime& rt = st.runtime();
     res.set_content(st.metrics->render(rt.async_engine->stats()), "text/plain; version=0.0.4; charset=utf-8");
   }));
-  svr.Post("/tokenize", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
+  post("/tokenize", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
     send_json(res, tokenize_json(st, parse_body(req.body)));
   }));
-  svr.Post("/detokenize", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
+  post("/detokenize", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
     send_json(res, detokenize_json(st, parse_body(req.body)));
   }));
   svr.Get("/tokenizer_info", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
     send_json(res, tokenizer_info_json(st));
   }));
-  svr.Post("/reset_prefix_cache", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
+  post("/reset_prefix_cache", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
     st.runtime().async_engine->reset_prefix_cache();
     res.status = 200;
   }));
-  svr.Post("/v1/completions", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
+  post("/v1/completions", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
     handle_generation(st, req, res, false);
   }));
-  svr.Post("/v1/chat/completions", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
+  post("/v1/chat/completions", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
     handle_generation(st, req, res, true);
   }));
 
-  // --api-key guards the OpenAI routes (/v1/*), as vLLM's does; health, metrics, version stay open.
-  svr.set_pre_routing_handler([&st](const httplib::Request& req, httplib::Response& res) {
+  // --api-key guards the OpenAI routes (/v1/*), as vLLM's does, and the prefix-cache reset (it
+  // changes server state); health, metrics, version and tokenization stay open.
+  svr.set_pre_routing_handler([&st, posts](const httplib::Request& req, httplib::Response& res) {
+    using HR = httplib::Server::HandlerResponse;
     const std::string& key = st.opts.api_key;
-    if (key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    if (constant_time_equal(req.get_header_value("Authorization"), "Bearer " + key))
-      return httplib::Server::HandlerResponse::Unhandled;
-    send_error(st, res, 401, "Incorrect or missing API key: send the header 'Authorization: Bearer <key>'");
-    return httplib::Server::HandlerResponse::Handled;
+    if (!key.empty() && (req.path.rfind("/v1/", 0) == 0 || req.path == "/reset_prefix_cache") &&
+        !constant_time_equal(req.get_header_value("Authorization"), "Bearer " + key)) {
+      send_error(st, res, 401, "Incorrect or missing API key: send the header 'Authorization: Bearer <key>'");
+      return HR::Handled;
+    }
+    // Body-less requests are answered here, before httplib would wait for a body that never comes.
+    if (!has_no_body(req) || req.method == "GET" || req.method == "HEAD") return HR::Unhandled;
+    const RouteSpec* r = route_of(req.path);
+    if (!r) {
+      send_error(st, res, 404, "Not Found: " + req.method + " " + excerpt(req.path));
+    } else if (!method_allowed(*r, req.method)) {
+      send_error(st, res, 405, "Method Not Allowed: " + req.method + " " + excerpt(req.path));
+    } else if (auto it = posts->find(req.path); it != posts->end()) {
+      it->second(req, res);  // as with an empty body
+    } else {
+      return HR::Unhandled;
+    }
+    return HR::Handled;
   });
   // Unrouted requests (404 / 405) and httplib's own refusals (413, 400) get OpenAI error JSON.
   svr.set_error_handler(httplib::Server::HandlerWithResponse([&st](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 404 && is_known_route(req.path)) {
+    const RouteSpec* r = route_of(req.path);
+    if (res.status == 404 && r && !method_allowed(*r, req.method)) {
       send_error(st, res, 405, "Method Not Allowed: " + req.method + " " + excerpt(req.path));
     } else if (res.status == 404) {
       send_error(st, res, 404, "Not Found: " + req.method + " " + excerpt(req.path));
+    } else if (res.status == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
+      // httplib parses such bodies as forms and refuses them past 8 KiB (curl -d sends this type).
+      send_error(st, res, 413,
+                 "a body sent as application/x-www-form-urlencoded (curl -d without -H) is limited to 8 KiB: "
+                 "send it with the header 'Content-Type: application/json'");
     } else {
       send_error(st, res, res.status,
                  res.status == 413 ? std::string("the request body is larger than 64 MiB")
@@ -143,8 +200,9 @@ void register_routes(HttpServer& svr, ServerState& st) {
 // One line every interval while there is work: what runs, what waits, KV use, prefix hits, speed.
 class StatusReporter {
  public:
+  // Past a day (or not finite) the interval means off: wait_for's conversion would overflow.
   StatusReporter(ServerState& st, double interval_s) : st_(st), interval_(interval_s) {
-    if (interval_s > 0) thread_ = std::thread([this] { run(); });
+    if (interval_s > 0 && interval_s <= 86400) thread_ = std::thread([this] { run(); });
   }
   ~StatusReporter() {
     {
@@ -242,8 +300,11 @@ int serve(const ServeOptions& o) {
   if (o.runtime.dtype != "auto") parse_dtype(o.runtime.dtype);
 
   HttpServer svr;
-  int threads = o.http_threads > 0 ? o.http_threads : std::max(128, o.runtime.engine.max_num_seqs + 32);
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  // A thread per open connection (connection_pool.h): enough for every running and waiting request
+  // plus health checks and scrapes, so the engine's queue limit answers 503 before connections wait.
+  const size_t threads = o.http_threads > 0 ? size_t(o.http_threads)
+                                            : size_t(o.runtime.engine.max_num_seqs) + size_t(o.runtime.engine.max_waiting) + 64;
+  svr.new_task_queue = [threads] { return new ConnectionPool(std::min<size_t>(16, threads), threads); };
   svr.set_keep_alive_max_count(100000);
   svr.set_keep_alive_timeout(5);
   svr.set_payload_max_length(size_t(64) << 20);
@@ -295,9 +356,17 @@ int serve(const ServeOptions& o) {
     http.join();
     return 1;
   }
+  st.draining = true;
   svr.stop_accepting();  // before the log line: whoever reads it must find the port closed
   log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
-           ": no new connections; finishing " + std::to_string(st.in_flight.load()) + " in-flight request(s)");
+           ": no new connections; finishing " + std::to_string(st.in_flight.load()) +
+           " in-flight request(s) (a second signal exits at once)");
+  std::thread([sigs] {
+    int again = 0;
+    sigwait(&sigs, &again);
+    log_line("received a second signal: exiting now, in-flight requests are cut off");
+    std::_Exit(1);
+  }).detach();
   http.join();  // every worker finished its connection
   st.rt->async_engine->drain_and_stop();
   log_line("stopped cleanly");

@@ -14,7 +14,7 @@ struct ServeOptions {
   int port = 8000;                  // 0: any free port (printed)
   std::string api_key;              // "": no auth; else /v1/* need "Authorization: Bearer KEY"
   double status_interval_s = 10.0;  // the one-line status while busy
-  int http_threads = 0;             // 0: enough for max_num_seqs streaming clients
+  int http_threads = 0;             // most connections served at once (0: max_num_seqs + max_waiting + 64)
 };
 
 // Blocks until a signal stops the server; returns the process exit code.

@@ -31,6 +31,7 @@ struct ServerState {
   ServeOptions opts;
   std::unique_ptr<Runtime> rt;          // set once loading finished
   std::atomic<bool> ready{false};
+  std::atomic<bool> draining{false};    // SIGTERM came: every new request gets 503 and Connection: close
   std::unique_ptr<Metrics> metrics;
   std::atomic<uint64_t> next_request{0};
   std::atomic<int> in_flight{0};        // generation requests being answered
