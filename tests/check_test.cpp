@@ -289,6 +289,58 @@ TEST(CheckFailures, ServerThatNeverAnswersTimesOut) {
   EXPECT_LT(r.seconds, 10);
 }
 
+// An answer with nothing to compare (null text, no token ids or logprobs) must not pass as equal.
+TEST(CheckFailures, AnswersWithoutTextAreRefusedNotCalledReproducible) {
+  NoisyServer srv({.mode = NoiseMode::NullText});
+  std::string dir = temp_dir("check-null-text");
+  for (bool chat : {false, true}) {
+    std::vector<std::string> extra;
+    if (chat) extra.push_back("--chat");
+    auto r = run_verbatim(check_args(srv.url(), extra), 60, dir);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("has no text"), std::string::npos) << r.err;
+  }
+  // The same server with text passes (the refusal is about the missing text, not the server).
+  NoisyServer ok({});
+  auto r = run_verbatim(check_args(ok.url(), {}), 60, dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
+// Options whose values would hang, crash or silently mislead are refused up front, naming the option.
+TEST(CliOptions, NonFiniteAndOutOfRangeValuesAreOneLineErrors) {
+  std::string dir = temp_dir("cli-options");
+  struct Case {
+    std::vector<std::string> args;
+    const char* want;
+  };
+  const std::vector<Case> cases = {
+      {{"check", "--url", "http://127.0.0.1:1", "--timeout", "nan"}, "--timeout"},
+      {{"check", "--url", "http://127.0.0.1:1", "--temperature", "nan"}, "--temperature"},
+      {{"bench", "--url", "http://127.0.0.1:1", "--timeout", "inf"}, "--timeout"},
+      {{"bench", "--url", "http://127.0.0.1:1", "--num-prompts", "0"}, "--num-prompts"},
+      {{"serve", "--port", "0", "--status-interval", "1e300"}, "--status-interval"},
+      {{"make-model", "--arch", "tiny", "--out", dir + "/m", "--init-std", "inf"}, "--init-std"},
+      {{"spec-bench", "--model", dir, "--batches", "0"}, "--batches"},
+      {{"spec-bench", "--model", dir, "--reps", "0"}, "--reps"},
+      {{"spec-bench", "--model", dir, "--workloads", "bogus"}, "--workloads"},
+      {{"engine-bench", "--model", dir, "--batches", "0,1"}, "--batches"},
+      {{"engine-bench", "--model", dir, "--steps", "0"}, "--steps"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_verbatim(c.args, 30, dir);
+    std::string cmd;
+    for (const auto& a : c.args) cmd += a + " ";
+    EXPECT_FALSE(r.timed_out) << cmd;
+    EXPECT_NE(r.code, 0) << cmd;
+    EXPECT_LT(r.code, 128) << cmd << ": killed by a signal\n" << r.err;
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << cmd << "\n" << r.err;
+  }
+  // In range, the same options are taken (the first fails later, on the missing server).
+  auto ok = run_verbatim({"check", "--url", "http://127.0.0.1:1", "--timeout", "0.5", "--temperature", "0.5"}, 30, dir);
+  EXPECT_EQ(ok.code, 2) << ok.err;
+  EXPECT_NE(ok.err.find("cannot connect"), std::string::npos) << ok.err;
+}
+
 TEST(CheckFailures, ServerKilledMidRun) {
   NoisyServerProcess srv({.hold_ms = 150});
   std::string dir = temp_dir("check-killed");

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "client/bench.h"
 
 namespace verbatim::cli {
@@ -84,20 +85,20 @@ Registrar reg(61, [](CLI::App& app) -> std::function<int()> {
       ->check(CLI::Range(1, 4096));
   sub->add_option("--max-tokens", a->max_tokens, "tokens per answer")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   sub->add_option("--input-len", a->input_len, "synthetic prompts of N token ids (ids 100..499) instead of text")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub->add_option("--prompts", a->prompts_file, "JSONL prompts (default: the built-in set)");
   sub->add_option("--num-prompts", a->num_prompts, "requests per run (default: max(16, 4 x users))")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub->add_option("--seeds", a->seeds, "runs per server and number of users, each in its own prompt order")
       ->capture_default_str()->check(CLI::Range(1, 100));
-  sub->add_option("--temperature", a->temperature, "0 is greedy")->capture_default_str()->check(CLI::Range(0.0, 100.0));
+  sub->add_option("--temperature", a->temperature, "0 is greedy")->capture_default_str()->check(finite_range(0.0, 100.0));
   sub->add_option("--seed", a->seed, "base sampling seed when --temperature > 0");
   sub->add_flag("--chat", a->chat, "use /v1/chat/completions with enable_thinking off");
   sub->add_flag("--ignore-eos", a->ignore_eos, "send ignore_eos so every answer is max-tokens long");
   sub->add_option("--model", a->model, "model name (default: the first id of /v1/models)");
   sub->add_option("--api-key", a->api_key, "bearer key (default: $OPENAI_API_KEY)");
   sub->add_option("--timeout", a->timeout, "seconds to wait for any answer or stream event")
-      ->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+      ->capture_default_str()->check(finite_range(0.1, 86400.0));
   sub->add_option("--json", a->json_file, "write every run's figures and samples to FILE");
   sub->add_option("--plot", a->plot_file, "write an SVG of TPOT and output tok/s against users to FILE.svg");
   sub->add_flag("--quiet", a->quiet, "no progress output");

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "client/check.h"
 
 namespace verbatim::cli {
@@ -104,10 +105,10 @@ Registrar reg(60, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--prompts", a->prompts_file,
                   "JSONL prompts: strings, token-id lists, chat message lists, or {\"prompt\"|\"messages\": ...} "
                   "(default: the built-in set, a ~170-token system prompt and 72 questions)");
-  sub->add_option("--num-prompts", a->num_prompts, "use only the first N prompts")->check(CLI::PositiveNumber);
+  sub->add_option("--num-prompts", a->num_prompts, "use only the first N prompts")->check(at_least(1));
   sub->add_option("--max-tokens", a->max_tokens, "tokens per answer")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   sub->add_option("--temperature", a->temperature, "0 is greedy; above 0 samples with --seed")
-      ->capture_default_str()->check(CLI::Range(0.0, 100.0));
+      ->capture_default_str()->check(finite_range(0.0, 100.0));
   a->seed_opt = sub->add_option("--seed", a->seed, "seed sent with every request (default 0 when sampling)");
   sub->add_flag("--chat", a->chat, "use /v1/chat/completions with enable_thinking off");
   sub->add_flag("--ignore-eos", a->ignore_eos, "send ignore_eos (vLLM's extension) so every answer is max-tokens long");
@@ -115,7 +116,7 @@ Registrar reg(60, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--api-key", a->api_key, "bearer key (default: $OPENAI_API_KEY)");
   sub->add_option("--users", a->users, "concurrent users for the batch run")->capture_default_str()->check(CLI::Range(1, 4096));
   sub->add_option("--timeout", a->timeout, "seconds to wait for any answer before giving up")
-      ->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+      ->capture_default_str()->check(finite_range(0.1, 86400.0));
   sub->add_option("--json", a->json_file, "write everything (runs, outputs, diffs, verdicts) to FILE");
   sub->add_option("--record", a->record_file, "save the fresh run's outputs and the server's fingerprint to FILE");
   sub->add_option("--against", a->against_file, "compare a new run with a FILE saved by --record");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "model/safetensors.h"
@@ -85,17 +86,39 @@ double prefill_flops(const ModelConfig& c, int T) {
   return 2.0 * (c.num_layers * (lin * T + attn) + H * c.vocab_size);
 }
 
+// dump-logits' --prompts: a JSON list of lists of token ids, each id an integer >= 0 (nlohmann's own
+// conversion would wrap 2^32 + 1 to 1 and truncate 1.5 to 1).
+std::vector<std::vector<int32_t>> read_prompt_ids(std::istream& in, const std::string& path) {
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw Error(path + ": not valid JSON");
+  if (!j.is_array()) throw Error(path + ": must be a list of lists of token ids");
+  std::vector<std::vector<int32_t>> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_array()) throw Error(path + ": prompt " + std::to_string(i) + " is not a list of token ids");
+    std::vector<int32_t> ids;
+    for (const auto& t : j[i]) {
+      const bool ok = (t.is_number_unsigned() && t.get<uint64_t>() <= uint64_t(INT32_MAX)) ||
+                      (t.is_number_integer() && !t.is_number_unsigned() && t.get<int64_t>() >= 0 &&
+                       t.get<int64_t>() <= INT32_MAX);
+      if (!ok) throw Error(path + ": prompt " + std::to_string(i) + " holds " + t.dump() + ", not a token id");
+      ids.push_back(int32_t(t.get<int64_t>()));
+    }
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
 const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* sub = app.add_subcommand("engine-bench", "Time decode steps and prefill of one backend (no HTTP)");
   sub->add_option("--model", a->model, "Checkpoint folder")->required();
   sub->add_option("--device", a->device, "cpu | cuda | cuda:N")->capture_default_str();
-  sub->add_option("--dtype", a->dtype, "auto | bfloat16 | float16")->capture_default_str();
+  sub->add_option("--dtype", a->dtype, "auto | bfloat16 | float16 | float32")->capture_default_str();
   sub->add_option("--mode", a->mode, "contract | fast (cuda: contract off, to measure its cost)")->capture_default_str();
-  sub->add_option("--batches", a->batches, "Decode batch sizes")->delimiter(',');
-  sub->add_option("--context", a->context, "Context length of every sequence before decoding")->capture_default_str();
-  sub->add_option("--steps", a->steps, "Timed decode steps per batch size")->capture_default_str();
-  sub->add_option("--prefill", a->prefill, "Prompt length of the prefill timing (0: skip)")->capture_default_str();
+  sub->add_option("--batches", a->batches, "Decode batch sizes")->delimiter(',')->check(at_least(1, 1 << 16))->capture_default_str();
+  sub->add_option("--context", a->context, "Context length of every sequence before decoding")->capture_default_str()->check(at_least(1, 1 << 24));
+  sub->add_option("--steps", a->steps, "Timed decode steps per batch size")->capture_default_str()->check(at_least(1, 1 << 20));
+  sub->add_option("--prefill", a->prefill, "Prompt length of the prefill timing (0: skip)")->capture_default_str()->check(at_least(0, 1 << 24));
   sub->add_flag("!--no-context-prefill", a->context_prefill,
                 "Decode over the zeroed cache instead of prefilled context (same bytes read; for profilers)");
   sub->add_option("--json", a->json_out, "Write the results here");
@@ -105,6 +128,7 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
                   "cuda, TP > 1: allgather (the contract) | allreduce (NCCL's sum, bits change with TP: cost only)")
       ->capture_default_str();
   return [a]() -> int {
+    if (a->batches.empty()) throw Error("--batches needs at least one batch size");
     const DType dt = server::resolve_dtype(a->dtype, a->model);
     server::BackendOptions bo;
     bo.kernels = a->mode;
@@ -267,13 +291,18 @@ const Registrar dump_reg(81, [](CLI::App& app) -> std::function<int()> {
   return [a]() -> int {
     std::ifstream in(a->prompts);
     if (!in) throw Error("cannot read " + a->prompts);
-    const auto prompts = nlohmann::json::parse(in).get<std::vector<std::vector<int32_t>>>();
+    const auto prompts = read_prompt_ids(in, a->prompts);
     const DType dt = server::resolve_dtype(a->dtype, a->model);
     server::BackendOptions bo;
     bo.kernels = a->mode;
     bo.tensor_parallel_size = a->tensor_parallel_size;
     auto be = server::make_backend(a->device, a->model, dt, bo);
     const int V = be->config().vocab_size, bs = 16;
+    for (size_t i = 0; i < prompts.size(); ++i)
+      for (int32_t id : prompts[i])
+        if (id >= V)
+          throw Error(a->prompts + ": prompt " + std::to_string(i) + " holds token " + std::to_string(id) +
+                      ", outside the vocabulary of " + std::to_string(V));
     size_t longest = 0;
     for (const auto& p : prompts) longest = std::max(longest, p.size());
     const int blocks = int((longest + size_t(a->greedy) + bs) / bs) + 1;

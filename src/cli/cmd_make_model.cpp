@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "model/make_model.h"
@@ -26,13 +27,14 @@ struct Args {
 const Registrar reg(50, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand("make-model", "Write a Qwen3 checkpoint with random weights (Hugging Face layout)");
-  sub->add_option("--arch", a->arch, "qwen3-0.6b | qwen3-1.7b | qwen3-4b | qwen3-8b | tiny")->required();
+  sub->add_option("--arch", a->arch, "qwen3-0.6b | qwen3-1.7b | qwen3-4b | qwen3-8b | qwen3-32b | tiny")->required();
   sub->add_option("--seed", a->seed, "Seed of the random weights (default 0)");
   sub->add_option("--dtype", a->dtype, "bfloat16 | float16 | float32 (default bfloat16)");
   sub->add_option("--out", a->out, "Output folder (created; its old weight files are replaced)")->required();
   sub->add_option("--tokenizer", a->tokenizer, "Folder with tokenizer.json to copy (default: the installed Qwen3 tokenizer)");
   sub->add_option("--max-shard-bytes", a->max_shard_bytes, "Shard the weights past this many bytes (default 4 GiB)");
-  sub->add_option("--init-std", a->init_std, "Std of the random linear/embedding weights (default: 0.05, tiny 0.1)");
+  sub->add_option("--init-std", a->init_std, "Std of the random linear/embedding weights (default: 0.05, tiny 0.1)")
+      ->check(finite_range(0.0, 1e3));
   return [a]() -> int {
     MakeModelOptions o;
     o.arch = a->arch;
@@ -43,7 +45,6 @@ const Registrar reg(50, [](CLI::App& app) -> std::function<int()> {
     o.out_dir = a->out;
     o.tokenizer_dir = a->tokenizer;
     o.max_shard_bytes = a->max_shard_bytes;
-    if (a->init_std < 0) throw Error("--init-std must be positive");
     o.init_std = a->init_std;
     arch_config(o.arch, o.dtype);  // an unknown --arch fails here, before any file is touched
     const auto t0 = std::chrono::steady_clock::now();

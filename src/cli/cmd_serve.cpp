@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "server/backend_factory.h"
 #include "server/server.h"
 
@@ -53,12 +54,17 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--max-queue-len", e.max_waiting, "Waiting requests beyond which new ones get 503")
       ->check(CLI::Range(1, 1 << 30))
       ->capture_default_str();
+  sub->add_option("--http-threads", o->http_threads,
+                  "Most HTTP connections served at once, a thread each (0: max-num-seqs + max-queue-len + 64)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   sub->add_option("--generation-config", rt.generation_config,
                   "auto: sampling defaults from generation_config.json; vllm: OpenAI's defaults")
       ->check(CLI::IsMember({"auto", "vllm"}))
       ->capture_default_str();
   sub->add_option("--status-interval", o->status_interval_s, "Seconds between status lines while busy (0: off)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_range(0.0, 86400.0));
   // Speculative decoding: changes no bit of any output (engine/spec_decode.h), only speed.
   sub->add_option("--speculative", e.speculative, "none | ngram: drafts copied from the sequence's own text, verified in one step")
       ->check(CLI::IsMember({"none", "ngram"}));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "engine/engine.h"
@@ -158,16 +159,21 @@ const Registrar spec_bench_reg(85, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--model", a->model, "Checkpoint folder")->required();
   sub->add_option("--device", a->device, "cpu | cuda | cuda:N")->capture_default_str();
   sub->add_option("--dtype", a->dtype, "auto | bfloat16 | float16 | float32")->capture_default_str();
-  sub->add_option("--workloads", a->workloads, "repetitive, random, rejecting")->delimiter(',');
-  sub->add_option("--batches", a->batches, "Concurrent requests per run")->delimiter(',');
-  sub->add_option("--max-tokens", a->max_tokens, "Tokens generated per request")->capture_default_str();
-  sub->add_option("--prompt-len", a->prompt_len, "Prompt tokens per request")->capture_default_str();
-  sub->add_option("--reps", a->reps, "Off/on pairs per case (medians reported)")->capture_default_str();
-  sub->add_option("--num-speculative-tokens", a->ks, "K (a list runs each)")->delimiter(',');
+  sub->add_option("--workloads", a->workloads, "repetitive, random, rejecting")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"repetitive", "random", "rejecting"}))
+      ->capture_default_str();
+  sub->add_option("--batches", a->batches, "Concurrent requests per run")->delimiter(',')->check(at_least(1, 4096))->capture_default_str();
+  sub->add_option("--max-tokens", a->max_tokens, "Tokens generated per request")->capture_default_str()->check(at_least(1, 1 << 20));
+  sub->add_option("--prompt-len", a->prompt_len, "Prompt tokens per request")->capture_default_str()->check(at_least(1, 1 << 20));
+  sub->add_option("--reps", a->reps, "Off/on pairs per case (medians reported)")->capture_default_str()->check(at_least(1, 1000));
+  sub->add_option("--num-speculative-tokens", a->ks, "K (a list runs each)")->delimiter(',')->check(at_least(1, 64))->capture_default_str();
   sub->add_option("--ngram-min", a->ngram_min, "Shortest n-gram looked up")->capture_default_str();
   sub->add_option("--ngram-max", a->ngram_max, "Longest n-gram looked up")->capture_default_str();
   sub->add_option("--json", a->json_out, "Write the results here");
   return [a]() -> int {
+    if (a->batches.empty()) throw Error("--batches needs at least one batch size");
+    if (a->ks.empty()) throw Error("--num-speculative-tokens needs at least one K");
     const DType dt = server::resolve_dtype(a->dtype, a->model);
     auto be = server::make_backend(a->device, a->model, dt);
     const ModelConfig& c = be->config();

@@ -21,8 +21,10 @@ ClientError bad(const std::string& where, const std::string& what) {
   return ClientError(FailureKind::BadAnswer, 0, "the answer to " + where + " " + what);
 }
 
-void read_logprob_value(const json& v, Output& o) {
-  o.logprobs.push_back(v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN());
+// A logprob that is not a number would compare equal to anything (as NaN): the answer is refused.
+void read_logprob_value(const json& v, Output& o, const std::string& where) {
+  if (!v.is_number()) throw bad(where, "has a logprob that is not a number (" + v.dump().substr(0, 40) + ")");
+  o.logprobs.push_back(v.get<double>());
 }
 
 }  // namespace
@@ -70,9 +72,16 @@ Output parse_answer(const json& answer, bool chat, const std::string& where) {
   Output o;
   o.fingerprint = str_or_empty(answer, "system_fingerprint");
   o.finish_reason = str_or_empty(c, "finish_reason");
+  bool has_text = false;
   if (chat) {
-    if (c.contains("message") && c["message"].is_object()) o.text = str_or_empty(c["message"], "content");
+    const json* m = c.contains("message") && c["message"].is_object() ? &c["message"] : nullptr;
+    if (m) {
+      has_text = (m->contains("content") && (*m)["content"].is_string()) ||
+                 (m->contains("reasoning_content") && (*m)["reasoning_content"].is_string());
+      o.text = str_or_empty(*m, "reasoning_content") + str_or_empty(*m, "content");  // the order they are written in
+    }
   } else {
+    has_text = c.contains("text") && c["text"].is_string();
     o.text = str_or_empty(c, "text");
   }
   if (c.contains("token_ids") && c["token_ids"].is_array()) {
@@ -89,15 +98,20 @@ Output parse_answer(const json& answer, bool chat, const std::string& where) {
       for (const auto& e : lp["content"]) {
         if (!e.is_object()) throw bad(where, "has a logprobs entry that is not an object");
         o.tokens.push_back(str_or_empty(e, "token"));
-        read_logprob_value(e.contains("logprob") ? e["logprob"] : json(), o);
+        read_logprob_value(e.contains("logprob") ? e["logprob"] : json(), o, where);
       }
     } else if (!chat && lp.contains("token_logprobs") && lp["token_logprobs"].is_array()) {
       o.has_logprobs = true;
-      for (const auto& v : lp["token_logprobs"]) read_logprob_value(v, o);
+      for (const auto& v : lp["token_logprobs"]) read_logprob_value(v, o, where);
       if (lp.contains("tokens") && lp["tokens"].is_array())
         for (const auto& t : lp["tokens"]) o.tokens.push_back(t.is_string() ? t.get<std::string>() : t.dump());
     }
   }
+  // With neither token ids nor logprobs the text is all there is to compare: an answer without it
+  // (null or missing) would pass as equal to anything.
+  if (!has_text && !o.has_token_ids && !o.has_logprobs)
+    throw bad(where, chat ? "has no text (message.content is missing or not a string) and no token ids or logprobs"
+                          : "has no text (choices[0].text is missing or not a string) and no token ids or logprobs");
   if (answer.contains("usage") && answer["usage"].is_object()) {
     const json& u = answer["usage"];
     if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer())
@@ -222,7 +236,8 @@ Output Output::from_json(const json& j) {
   if (j.contains("tokens")) o.tokens = j["tokens"].get<std::vector<std::string>>();
   if (j.contains("logprobs")) {
     o.has_logprobs = true;
-    for (const auto& v : j["logprobs"]) read_logprob_value(v, o);
+    for (const auto& v : j["logprobs"])  // null: a record of an older run that held a non-number
+      o.logprobs.push_back(v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN());
   }
   o.text = str_or_empty(j, "text");
   o.finish_reason = str_or_empty(j, "finish_reason");

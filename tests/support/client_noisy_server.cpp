@@ -92,6 +92,7 @@ struct NoisyServer::Impl {
     bool stream = body.value("stream", false);
     bool want_ids = body.value("return_token_ids", false);
     bool want_lp = chat ? body.value("logprobs", false) : body.contains("logprobs") && body["logprobs"].is_number();
+    if (o.mode == NoiseMode::NullText) want_ids = want_lp = false;
     uint64_t call = calls.fetch_add(1);
     int now = in_flight.fetch_add(1) + 1;
     int crowd = now;
@@ -118,8 +119,9 @@ struct NoisyServer::Impl {
     if (!stream) {
       json c;
       c["index"] = 0;
-      if (chat) c["message"] = {{"role", "assistant"}, {"content", text}};
-      else c["text"] = text;
+      const json shown = o.mode == NoiseMode::NullText ? json(nullptr) : json(text);
+      if (chat) c["message"] = {{"role", "assistant"}, {"content", shown}};
+      else c["text"] = shown;
       if (want_lp) {
         if (chat) {
           json content = json::array();

@@ -19,6 +19,7 @@ enum class NoiseMode {
   Errors500,    // completions answer HTTP 500 with OpenAI's error JSON
   Hang,         // completions never answer (until the server stops)
   NoResetRoute, // reproducible, but neither /reset_prefix_cache nor /flush_cache exists
+  NullText,     // non-streamed answers carry no text (null), token ids or logprobs: nothing to compare
 };
 
 struct NoisyServerOptions {

@@ -1,0 +1,43 @@
+#pragma once
+// CLI11 checks the commands share. CLI::Range lets NaN through (every comparison with NaN is
+// false) and takes inf, so a floating-point option gets finite_range instead.
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+namespace verbatim::cli {
+
+inline CLI::Validator finite_range(double lo, double hi) {
+  std::ostringstream desc;
+  desc << "FLOAT in [" << lo << ", " << hi << "]";
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        double v = 0;
+        std::istringstream in(s);
+        const bool parsed = (in >> v) && (in >> std::ws).eof();
+        if (!parsed || !std::isfinite(v) || v < lo || v > hi) {
+          std::ostringstream m;
+          m << "must be a finite number in [" << lo << ", " << hi << "], got '" << s << "'";
+          return m.str();
+        }
+        return {};
+      },
+      desc.str());
+}
+
+// An integer option (or each item of a list option) of at least `lo`, with a short message.
+inline CLI::Validator at_least(long long lo, long long hi = (1LL << 31) - 1) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        long long v = 0;
+        std::istringstream in(s);
+        if (!(in >> v) || !(in >> std::ws).eof()) return "'" + s + "' is not an integer";
+        if (v < lo || v > hi) return "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + s;
+        return {};
+      },
+      "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+}  // namespace verbatim::cli
