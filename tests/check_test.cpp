@@ -335,6 +335,13 @@ TEST(CliOptions, NonFiniteAndOutOfRangeValuesAreOneLineErrors) {
     EXPECT_LT(r.code, 128) << cmd << ": killed by a signal\n" << r.err;
     EXPECT_NE(r.err.find(c.want), std::string::npos) << cmd << "\n" << r.err;
   }
+  // An unknown command is named; `help` is --help.
+  auto unknown = run_verbatim({"foo"}, 30, dir);
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_NE(unknown.err.find("unknown command 'foo'"), std::string::npos) << unknown.err;
+  auto help = run_verbatim({"help"}, 30, dir);
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("serve"), std::string::npos) << help.out;
   // In range, the same options are taken (the first fails later, on the missing server).
   auto ok = run_verbatim({"check", "--url", "http://127.0.0.1:1", "--timeout", "0.5", "--temperature", "0.5"}, 30, dir);
   EXPECT_EQ(ok.code, 2) << ok.err;

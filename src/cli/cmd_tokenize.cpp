@@ -32,7 +32,18 @@ int run_tokenize(const std::string& dir) {
       if (!j.is_string()) throw Error(std::string("not a JSON string but a JSON ") + j.type_name());
       out = nlohmann::json(tok->encode(j.get_ref<const std::string&>())).dump();
     } catch (const nlohmann::json::exception& e) {
-      error = std::string("not a JSON string (") + e.what() + ")";
+      // nlohmann's message quotes the bytes it read last: escape them, the message stays one printable line.
+      std::string what;
+      for (unsigned char c : std::string(e.what())) {
+        if (c >= 0x20 && c < 0x7f) {
+          what += char(c);
+        } else {
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "\\x%02X", c);
+          what += hex;
+        }
+      }
+      error = "not a JSON string (" + what + ")";
     } catch (const Error& e) {
       error = e.what();
     }

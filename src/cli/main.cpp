@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <string>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -30,6 +31,25 @@ int main(int argc, char** argv) {
     auto run = setup(app);
     auto subs = app.get_subcommands({});
     if (subs.size() > before) commands.emplace_back(subs.back(), std::move(run));
+  }
+  // `verbatim help` is --help; an unknown command is named (CLI11 says only "A subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string first = argv[1];
+    if (first == "help") {
+      std::fputs(app.help().c_str(), stdout);
+      return 0;
+    }
+    std::string names;
+    bool known = false;
+    for (auto& [sub, run] : commands) {
+      known = known || sub->get_name() == first;
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "verbatim: unknown command '%s' (commands: %s; see verbatim --help)\n", first.c_str(),
+                   names.c_str());
+      return 1;
+    }
   }
   try {
     app.parse(argc, argv);
