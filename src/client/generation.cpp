@@ -160,6 +160,7 @@ StreamTiming generate_streaming(HttpClient& c, const Prompt& p, const SamplingOp
       const json& u = j["usage"];
       if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer()) {
         t.completion_tokens = u["completion_tokens"].get<int64_t>();
+        if (t.completion_tokens < 0) throw bad(where, "reports a negative usage.completion_tokens");
         t.usage_reported = true;
       }
       if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer())
