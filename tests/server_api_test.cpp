@@ -528,6 +528,12 @@ TEST_F(ServerApi, ContextLimitsSayHowManyTokens) {
   ASSERT_EQ(ok.status, 200);
   EXPECT_FALSE(ok.j["choices"][0].contains("text"));
   EXPECT_EQ(ok.j["choices"][0]["token_ids"].size(), 2u) << "without a tokenizer token_ids always come";
+  // Chat names the field the client sent.
+  for (const char* f : {"max_tokens", "max_completion_tokens"}) {
+    auto c = post(port(), "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {f, 1000}});
+    ASSERT_EQ(c.status, 400) << c.body;
+    EXPECT_EQ(c.j["error"]["param"], f);
+  }
 }
 
 TEST_F(ServerApi, ApiKeyIs401AndOpenRoutesStayOpen) {

@@ -14,7 +14,8 @@ void check_ids(const std::vector<int32_t>& ids, const ModelLimits& m, const char
 }
 
 // vLLM's wording, so clients that parse it keep working.
-void check_length(size_t prompt_len, int max_tokens, const ModelLimits& m, const char* param, const char* where) {
+void check_length(size_t prompt_len, int max_tokens, const ModelLimits& m, const char* param, const char* where,
+                  const char* max_param = "max_tokens") {
   if (m.max_model_len <= 0) return;
   if (prompt_len >= size_t(m.max_model_len))
     throw InvalidRequest("This model's maximum context length is " + std::to_string(m.max_model_len) +
@@ -27,7 +28,7 @@ void check_length(size_t prompt_len, int max_tokens, const ModelLimits& m, const
                              " tokens (" + std::to_string(prompt_len) + " in the " + where + ", " +
                              std::to_string(max_tokens) +
                              " in the completion). Please reduce the length of the " + where + " or completion.",
-                         "max_tokens");
+                         max_param);
 }
 
 const Tokenizer& need_tokenizer(const ModelLimits& m, const char* param, const char* what) {
@@ -79,7 +80,7 @@ PreparedPrompt prepare_chat_prompt(ChatRequest& r, const ModelLimits& m) {
     if (r.params.min_tokens > *r.max_tokens)
       throw InvalidRequest("'min_tokens' is more than the context leaves for the completion", "min_tokens");
   }
-  check_length(pp.ids.size(), *r.max_tokens, m, "messages", "messages");
+  check_length(pp.ids.size(), *r.max_tokens, m, "messages", "messages", r.max_tokens_param);
   return pp;
 }
 

@@ -386,6 +386,7 @@ ChatRequest parse_chat_request(const json& body, const SamplingDefaults& default
   parse_generation(body, defaults, r);
   r.messages = parse_messages(body);
   r.max_tokens = get_opt_int(body, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max(), "must be between 1 and 2147483647");
+  if (r.max_tokens) r.max_tokens_param = "max_completion_tokens";
   if (!r.max_tokens)
     r.max_tokens = get_opt_int(body, "max_tokens", 1, std::numeric_limits<int32_t>::max(), "must be between 1 and 2147483647");
   r.add_generation_prompt = get_bool(body, "add_generation_prompt", true);

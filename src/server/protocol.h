@@ -37,6 +37,7 @@ struct GenerationRequest {
   std::string model;               // "" when left out
   SamplingParams params;           // every sampling field, logprobs (k) and prompt_logprobs
   std::optional<int> max_tokens;   // left out: 16 (completions) or the rest of the context (chat)
+  const char* max_tokens_param = "max_tokens";  // chat: "max_completion_tokens" when that named it
   int n = 1;
   std::vector<std::string> stop;   // matched on the detokenized text
   bool include_stop_str_in_output = false;
