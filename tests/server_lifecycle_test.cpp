@@ -35,9 +35,25 @@ TEST(ServerLifecycle, StartupLinesAndStatusLine) {
   for (const char* want : {"model fixture", "dtype bfloat16", "device cpu", "KV capacity", "fingerprint fp_",
                            "ready at http://127.0.0.1:"})
     EXPECT_NE(log.find(want), std::string::npos) << want << "\n" << log;
+  EXPECT_EQ(log.find("warning: the KV cache holds"), std::string::npos) << "the default KV fits max_model_len\n" << log;
   auto r = post(s.port(), "/v1/completions", long_stream(300));
   ASSERT_EQ(r.status, 200);
   EXPECT_TRUE(wait_for([&] { return s.log().find("status: ") != std::string::npos; }, 5)) << s.log();
+}
+
+// A KV cache smaller than one max_model_len request is said at startup, with what to change; such a
+// request then gets the 400 the warning promised.
+TEST(ServerLifecycle, KvCacheSmallerThanMaxModelLenIsWarnedAtStartup) {
+  ServerProcess s({model(), "--num-kv-blocks", "4", "--block-size", "16"});
+  const std::string log = s.log();
+  EXPECT_NE(log.find("warning: the KV cache holds 64 tokens, fewer than max_model_len 4096 needs: a request "
+                     "(prompt + max_tokens) over 65 tokens gets a 400"),
+            std::string::npos)
+      << log;
+  auto fits = post(s.port(), "/v1/completions", {{"prompt", {1, 2, 3, 4}}, {"max_tokens", 61}, {"temperature", 0}});
+  EXPECT_EQ(fits.status, 200) << fits.j.dump();
+  auto over = post(s.port(), "/v1/completions", {{"prompt", {1, 2, 3, 4}}, {"max_tokens", 62}, {"temperature", 0}});
+  EXPECT_EQ(over.status, 400) << over.j.dump();
 }
 
 // The port is bound before the model loads: /health (and every model route) says 503 until ready.

@@ -56,6 +56,7 @@ int run_generate(const GenerateArgs& a) {
   ro.engine.ngram_max = a.ngram_max;
   server::Runtime rt = server::Runtime::load(ro);
   std::fprintf(stderr, "verbatim generate: %s\n", rt.describe().c_str());
+  if (std::string w = rt.capacity_warning(); !w.empty()) std::fprintf(stderr, "verbatim generate: %s\n", w.c_str());
 
   std::vector<Line> lines;
   std::map<uint64_t, std::pair<size_t, size_t>> owner;  // engine id -> (line, choice)

@@ -57,6 +57,16 @@ std::string Runtime::describe() const {
   return s;
 }
 
+std::string Runtime::capacity_warning() const {
+  // A request's last token writes no K/V, so max_model_len needs max_model_len - 1 slots.
+  const int64_t capacity = int64_t(kv_blocks) * engine_options.block_size;
+  if (limits.max_model_len <= 0 || capacity >= int64_t(limits.max_model_len) - 1) return "";
+  return "warning: the KV cache holds " + std::to_string(capacity) + " tokens, fewer than max_model_len " +
+         std::to_string(limits.max_model_len) + " needs: a request (prompt + max_tokens) over " +
+         std::to_string(capacity + 1) +
+         " tokens gets a 400; raise --num-kv-blocks or --gpu-memory-utilization, or lower --max-model-len";
+}
+
 int64_t Runtime::now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }

@@ -47,6 +47,9 @@ struct Runtime {
   static Runtime load(const RuntimeOptions& o);
   // "model M (dir D), dtype, device, KV capacity, fingerprint": the startup summary.
   std::string describe() const;
+  // Empty, or a warning that the KV cache holds fewer tokens than one max_model_len request needs
+  // (such requests get a 400 naming the KV cache, however idle the server is).
+  std::string capacity_warning() const;
   static int64_t now();  // unix seconds, for `created`
 };
 

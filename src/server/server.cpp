@@ -332,6 +332,7 @@ int serve(const ServeOptions& o) {
       st.rt = std::make_unique<Runtime>(Runtime::load(st.opts.runtime));
       st.metrics = std::make_unique<Metrics>(st.rt->model_name);
       log_line(st.rt->describe());
+      if (std::string w = st.rt->capacity_warning(); !w.empty()) log_line(w);
       if (!st.rt->defaults.from_model.empty()) {
         std::string f;
         for (const auto& k : st.rt->defaults.from_model) f += (f.empty() ? "" : ", ") + k;
