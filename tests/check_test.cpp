@@ -325,6 +325,12 @@ TEST(CliOptions, NonFiniteAndOutOfRangeValuesAreOneLineErrors) {
       {{"spec-bench", "--model", dir, "--workloads", "bogus"}, "--workloads"},
       {{"engine-bench", "--model", dir, "--batches", "0,1"}, "--batches"},
       {{"engine-bench", "--model", dir, "--steps", "0"}, "--steps"},
+      // Output files are checked before any work: a missing folder, a folder given as the file.
+      {{"check", "--url", "http://127.0.0.1:1", "--json", dir + "/no-such-folder/out.json"}, "--json"},
+      {{"check", "--url", "http://127.0.0.1:1", "--record", dir}, "--record"},
+      {{"bench", "--url", "http://127.0.0.1:1", "--plot", dir + "/no-such-folder/p.svg"}, "--plot"},
+      {{"engine-bench", "--model", dir, "--json", dir + "/no-such-folder/e.json"}, "--json"},
+      {{"spec-bench", "--model", dir, "--json", dir + "/no-such-folder/s.json"}, "--json"},
   };
   for (const Case& c : cases) {
     auto r = run_verbatim(c.args, 30, dir);

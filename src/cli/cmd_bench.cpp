@@ -99,8 +99,9 @@ Registrar reg(61, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--api-key", a->api_key, "bearer key (default: $OPENAI_API_KEY)");
   sub->add_option("--timeout", a->timeout, "seconds to wait for any answer or stream event")
       ->capture_default_str()->check(finite_range(0.1, 86400.0));
-  sub->add_option("--json", a->json_file, "write every run's figures and samples to FILE");
-  sub->add_option("--plot", a->plot_file, "write an SVG of TPOT and output tok/s against users to FILE.svg");
+  sub->add_option("--json", a->json_file, "write every run's figures and samples to FILE")->check(writable_file());
+  sub->add_option("--plot", a->plot_file, "write an SVG of TPOT and output tok/s against users to FILE.svg")
+      ->check(writable_file());
   sub->add_flag("--quiet", a->quiet, "no progress output");
   return [a] { return run(*a); };
 });

@@ -117,8 +117,9 @@ Registrar reg(60, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--users", a->users, "concurrent users for the batch run")->capture_default_str()->check(CLI::Range(1, 4096));
   sub->add_option("--timeout", a->timeout, "seconds to wait for any answer before giving up")
       ->capture_default_str()->check(finite_range(0.1, 86400.0));
-  sub->add_option("--json", a->json_file, "write everything (runs, outputs, diffs, verdicts) to FILE");
-  sub->add_option("--record", a->record_file, "save the fresh run's outputs and the server's fingerprint to FILE");
+  sub->add_option("--json", a->json_file, "write everything (runs, outputs, diffs, verdicts) to FILE")->check(writable_file());
+  sub->add_option("--record", a->record_file, "save the fresh run's outputs and the server's fingerprint to FILE")
+      ->check(writable_file());
   sub->add_option("--against", a->against_file, "compare a new run with a FILE saved by --record");
   sub->add_flag("--quiet", a->quiet, "no progress output");
   return [a] { return run(*a); };

@@ -121,7 +121,7 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--prefill", a->prefill, "Prompt length of the prefill timing (0: skip)")->capture_default_str()->check(at_least(0, 1 << 24));
   sub->add_flag("!--no-context-prefill", a->context_prefill,
                 "Decode over the zeroed cache instead of prefilled context (same bytes read; for profilers)");
-  sub->add_option("--json", a->json_out, "Write the results here");
+  sub->add_option("--json", a->json_out, "Write the results here")->check(writable_file());
   sub->add_option("--tensor-parallel-size", a->tensor_parallel_size, "cuda: GPUs (1, 2, 4, 8), one thread each")
       ->capture_default_str();
   sub->add_option("--tp-reduce", a->tp_reduce,

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/error.h"
 #include "model/make_model.h"
 #ifdef VERBATIM_HAVE_CUDA
@@ -285,7 +286,7 @@ const Registrar gemm_bench_reg(82, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--archs", a->archs, "Shapes of these archs (make-model names)")->delimiter(',');
   sub->add_option("--m", a->ms, "Row counts (decode batch sizes)")->delimiter(',');
   sub->add_option("--kernels", a->kernels, "v1 | v2 | tiled | stream | auto | cublas")->delimiter(',');
-  sub->add_option("--json", a->json_out, "Write the results here");
+  sub->add_option("--json", a->json_out, "Write the results here")->check(writable_file());
   return [a]() -> int {
 #ifdef VERBATIM_HAVE_CUDA
     return run_gemm_bench(*a);

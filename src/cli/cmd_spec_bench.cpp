@@ -170,7 +170,7 @@ const Registrar spec_bench_reg(85, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--num-speculative-tokens", a->ks, "K (a list runs each)")->delimiter(',')->check(at_least(1, 64))->capture_default_str();
   sub->add_option("--ngram-min", a->ngram_min, "Shortest n-gram looked up")->capture_default_str();
   sub->add_option("--ngram-max", a->ngram_max, "Longest n-gram looked up")->capture_default_str();
-  sub->add_option("--json", a->json_out, "Write the results here");
+  sub->add_option("--json", a->json_out, "Write the results here")->check(writable_file());
   return [a]() -> int {
     if (a->batches.empty()) throw Error("--batches needs at least one batch size");
     if (a->ks.empty()) throw Error("--num-speculative-tokens needs at least one K");

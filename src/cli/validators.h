@@ -3,7 +3,10 @@
 // false) and takes inf, so a floating-point option gets finite_range instead.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -38,6 +41,25 @@ inline CLI::Validator at_least(long long lo, long long hi = (1LL << 31) - 1) {
         return {};
       },
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+// An output file (--json, --record, --plot): its folder exists and is writable and the path is not a
+// folder, checked when the options are parsed, so a typo fails at once, not after a long run.
+inline CLI::Validator writable_file() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        namespace fs = std::filesystem;
+        if (s.empty()) return "is empty";
+        std::error_code ec;
+        const fs::path p(s);
+        if (fs::is_directory(p, ec)) return "'" + s + "' is a folder, not a file";
+        const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+        if (!fs::is_directory(dir, ec)) return "the folder '" + dir.string() + "' of '" + s + "' does not exist";
+        if (::access(dir.c_str(), W_OK) != 0) return "the folder '" + dir.string() + "' of '" + s + "' is not writable";
+        if (fs::exists(p, ec) && ::access(p.c_str(), W_OK) != 0) return "'" + s + "' is not writable";
+        return {};
+      },
+      "FILE");
 }
 
 }  // namespace verbatim::cli
