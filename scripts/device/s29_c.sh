@@ -20,7 +20,7 @@ MB=/tmp/vb_main_bin && rm -rf $MB && mkdir -p $MB
 for b in verbatim cuda_ops_test cuda_invariance_test; do ln -s "$PB/${b}_main" $MB/$b; done
 VB_BIN=$MB
 call_start s29_c 540
-( mk qwen3-1.7b $W/m17 0.02; mk qwen3-8b $W/m8r 0.005 ) &
+( mk qwen3-8b $W/m8r 0.005; mk qwen3-1.7b $W/m17 0.02 ) &
 MAIN=$MB/verbatim P=$PB/verbatim
 # --- main: bits
 bits_06
@@ -45,6 +45,7 @@ eb 06_contract $W/m06 contract
 eb 06_fast $W/m06 fast
 EB_PREFILL=2048 eb 8_contract $W/m8 contract
 EB_PREFILL=2048 eb 8_fast $W/m8 fast
+wait_for $W/m8r 40 && ok 40 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=202106b57f8201c2
 # --- the patch: speed, alternated with main
 EB_BATCHES=1 ab_bins b1_8 $W/m8 2 main=$MAIN patched=$P
 EB_BATCHES=1 ab_bins b1_06 $W/m06 2 main=$MAIN patched=$P
@@ -53,5 +54,4 @@ EB_BATCHES=8,16,32,64 ab_bins sw8 $W/m8 2 main=$MAIN patched=$P "v5=$P VERBATIM_
 # --- main: the rest
 ok 60 && http_check $W/m06
 wait_for $W/m17 60 && { eb 17_contract $W/m17 contract; eb 17_fast $W/m17 fast; }
-wait_for $W/m8r 40 && ok 40 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=202106b57f8201c2
 call_finish
