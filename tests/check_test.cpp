@@ -325,6 +325,13 @@ TEST(CliOptions, NonFiniteAndOutOfRangeValuesAreOneLineErrors) {
       {{"spec-bench", "--model", dir, "--workloads", "bogus"}, "--workloads"},
       {{"engine-bench", "--model", dir, "--batches", "0,1"}, "--batches"},
       {{"engine-bench", "--model", dir, "--steps", "0"}, "--steps"},
+      // Seeds are plain decimal integers that fit: never saturated, wrapped or read as hex.
+      {{"make-model", "--arch", "tiny", "--out", dir + "/m", "--seed", "-1"}, "--seed"},
+      {{"make-model", "--arch", "tiny", "--out", dir + "/m", "--seed", "18446744073709551616"}, "--seed"},
+      {{"make-model", "--arch", "tiny", "--out", dir + "/m", "--seed", "0x10"}, "--seed"},
+      {{"serve", "--port", "0", "--seed", "-1"}, "--seed"},
+      {{"check", "--url", "http://127.0.0.1:1", "--seed", "99999999999999999999"}, "--seed"},
+      {{"bench", "--url", "http://127.0.0.1:1", "--seed", "1e3"}, "--seed"},
       // Output files are checked before any work: a missing folder, a folder given as the file.
       {{"check", "--url", "http://127.0.0.1:1", "--json", dir + "/no-such-folder/out.json"}, "--json"},
       {{"check", "--url", "http://127.0.0.1:1", "--record", dir}, "--record"},

@@ -92,7 +92,7 @@ Registrar reg(61, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--seeds", a->seeds, "runs per server and number of users, each in its own prompt order")
       ->capture_default_str()->check(CLI::Range(1, 100));
   sub->add_option("--temperature", a->temperature, "0 is greedy")->capture_default_str()->check(finite_range(0.0, 100.0));
-  sub->add_option("--seed", a->seed, "base sampling seed when --temperature > 0");
+  sub->add_option("--seed", a->seed, "base sampling seed when --temperature > 0")->check(decimal_seed<int64_t>());
   sub->add_flag("--chat", a->chat, "use /v1/chat/completions with enable_thinking off");
   sub->add_flag("--ignore-eos", a->ignore_eos, "send ignore_eos so every answer is max-tokens long");
   sub->add_option("--model", a->model, "model name (default: the first id of /v1/models)");

@@ -109,7 +109,8 @@ Registrar reg(60, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--max-tokens", a->max_tokens, "tokens per answer")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   sub->add_option("--temperature", a->temperature, "0 is greedy; above 0 samples with --seed")
       ->capture_default_str()->check(finite_range(0.0, 100.0));
-  a->seed_opt = sub->add_option("--seed", a->seed, "seed sent with every request (default 0 when sampling)");
+  a->seed_opt = sub->add_option("--seed", a->seed, "seed sent with every request (default 0 when sampling)")
+                    ->check(decimal_seed<int64_t>());
   sub->add_flag("--chat", a->chat, "use /v1/chat/completions with enable_thinking off");
   sub->add_flag("--ignore-eos", a->ignore_eos, "send ignore_eos (vLLM's extension) so every answer is max-tokens long");
   sub->add_option("--model", a->model, "model name (default: the first id of /v1/models)");

@@ -28,7 +28,7 @@ const Registrar reg(50, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand("make-model", "Write a Qwen3 checkpoint with random weights (Hugging Face layout)");
   sub->add_option("--arch", a->arch, "qwen3-0.6b | qwen3-1.7b | qwen3-4b | qwen3-8b | qwen3-32b | tiny")->required();
-  sub->add_option("--seed", a->seed, "Seed of the random weights (default 0)");
+  sub->add_option("--seed", a->seed, "Seed of the random weights (default 0)")->check(decimal_seed<uint64_t>());
   sub->add_option("--dtype", a->dtype, "bfloat16 | float16 | float32 (default bfloat16)");
   sub->add_option("--out", a->out, "Output folder (created; its old weight files are replaced)")->required();
   sub->add_option("--tokenizer", a->tokenizer, "Folder with tokenizer.json to copy (default: the installed Qwen3 tokenizer)");

@@ -46,7 +46,7 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
       ->capture_default_str();
   sub->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", e.enable_prefix_caching,
                 "Reuse the K/V of prompt prefixes seen before (default on)");
-  sub->add_option("--seed", e.seed, "Seed of requests that name none")->capture_default_str();
+  sub->add_option("--seed", e.seed, "Seed of requests that name none")->capture_default_str()->check(decimal_seed<uint64_t>());
   sub->add_option("--served-model-name", rt.served_model_name, "Model name in the API (default: MODEL_DIR)");
   sub->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on /v1/* (or $VERBATIM_API_KEY)");
   sub->add_option("--num-kv-blocks", e.num_kv_blocks, "KV-cache capacity in blocks (default: sized by the engine)")

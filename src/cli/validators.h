@@ -5,10 +5,13 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 namespace verbatim::cli {
 
@@ -41,6 +44,24 @@ inline CLI::Validator at_least(long long lo, long long hi = (1LL << 31) - 1) {
         return {};
       },
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+// A seed option: plain decimal digits that fit T. CLI11 alone read 0x10 as 16 and saturated both
+// 2^64 and -1 (for an unsigned T) to 2^64-1, so three different seeds typed gave one run.
+template <typename T>
+CLI::Validator decimal_seed() {
+  static_assert(std::is_integral_v<T>);
+  const std::string range = std::to_string(std::numeric_limits<T>::min()) + ", " + std::to_string(std::numeric_limits<T>::max());
+  return CLI::Validator(
+      [range](std::string& s) -> std::string {
+        T v{};
+        const char* end = s.data() + s.size();
+        auto [ptr, ec] = std::from_chars(s.data(), end, v, 10);
+        if (s.empty() || ec != std::errc() || ptr != end || s[0] == '+')
+          return "must be a decimal integer in [" + range + "], got '" + s + "'";
+        return {};
+      },
+      "INT in [" + range + "]");
 }
 
 // An output file (--json, --record, --plot): its folder exists and is writable and the path is not a
