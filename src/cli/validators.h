@@ -74,10 +74,11 @@ inline CLI::Validator writable_file() {
         std::error_code ec;
         const fs::path p(s);
         if (fs::is_directory(p, ec)) return "'" + s + "' is a folder, not a file";
+        // An existing file (/dev/null, /dev/stdout too) needs only itself writable; a new one, its folder.
+        if (fs::exists(p, ec)) return ::access(p.c_str(), W_OK) == 0 ? "" : "'" + s + "' is not writable";
         const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
         if (!fs::is_directory(dir, ec)) return "the folder '" + dir.string() + "' of '" + s + "' does not exist";
         if (::access(dir.c_str(), W_OK) != 0) return "the folder '" + dir.string() + "' of '" + s + "' is not writable";
-        if (fs::exists(p, ec) && ::access(p.c_str(), W_OK) != 0) return "'" + s + "' is not writable";
         return {};
       },
       "FILE");
