@@ -57,7 +57,7 @@ CLI::Validator decimal_seed() {
         T v{};
         const char* end = s.data() + s.size();
         auto [ptr, ec] = std::from_chars(s.data(), end, v, 10);
-        if (s.empty() || ec != std::errc() || ptr != end || s[0] == '+')
+        if (ec != std::errc() || ptr != end)  // from_chars takes no '+', no prefix, no spaces
           return "must be a decimal integer in [" + range + "], got '" + s + "'";
         return {};
       },

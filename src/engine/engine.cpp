@@ -225,9 +225,8 @@ void Engine::validate(const std::vector<int32_t>& prompt, const SamplingParams& 
                              std::to_string(p.max_tokens) + ": " + std::to_string(total) +
                              " tokens exceed the maximum context length of " + std::to_string(m.max_len),
                          "max_tokens");
-  // The last generated token's K/V is never written, so a request needs total - 1 slots.
   const int64_t capacity = int64_t(m.num_blocks) * m.opts.block_size;
-  if (total - 1 > capacity)
+  if (total > longest_request_tokens(m.num_blocks, m.opts.block_size))
     throw InvalidRequest("the prompt has " + std::to_string(prompt.size()) + " tokens and max_tokens is " +
                              std::to_string(p.max_tokens) + ": the KV cache holds only " + std::to_string(capacity) +
                              " tokens (num_kv_blocks x block_size)",

@@ -54,6 +54,10 @@ struct EngineOptions {
   int ngram_max = 4;                // longest suffix looked up (tried first)
 };
 
+// The most tokens (prompt + max_tokens) one request may need of a KV cache of `blocks` blocks:
+// the last generated token's K/V is never written, so it takes no slot.
+inline int64_t longest_request_tokens(int64_t blocks, int block_size) { return blocks * block_size + 1; }
+
 class QueueFull : public std::runtime_error {
  public:
   QueueFull() : std::runtime_error("the server's request queue is full; retry later") {}

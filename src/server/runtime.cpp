@@ -58,12 +58,11 @@ std::string Runtime::describe() const {
 }
 
 std::string Runtime::capacity_warning() const {
-  // A request's last token writes no K/V, so max_model_len needs max_model_len - 1 slots.
-  const int64_t capacity = int64_t(kv_blocks) * engine_options.block_size;
-  if (limits.max_model_len <= 0 || capacity >= int64_t(limits.max_model_len) - 1) return "";
-  return "warning: the KV cache holds " + std::to_string(capacity) + " tokens, fewer than max_model_len " +
+  const int64_t longest = longest_request_tokens(kv_blocks, engine_options.block_size);
+  if (limits.max_model_len <= 0 || longest >= limits.max_model_len) return "";
+  return "warning: the KV cache holds " + std::to_string(longest - 1) + " tokens, fewer than max_model_len " +
          std::to_string(limits.max_model_len) + " needs: a request (prompt + max_tokens) over " +
-         std::to_string(capacity + 1) +
+         std::to_string(longest) +
          " tokens gets a 400; raise --num-kv-blocks or --gpu-memory-utilization, or lower --max-model-len";
 }
 
