@@ -198,6 +198,52 @@ TEST_F(ServerApi, LogprobsAndEcho) {
   }
 }
 
+// OpenAI's legacy loglikelihood call (lm-evaluation-harness's `echo=True, max_tokens=0`): the
+// prompt and its logprobs alone, the same bits as the prompt part of an echo with max_tokens 1.
+TEST_F(ServerApi, EchoWithMaxTokensZeroGivesThePromptAndItsLogprobsAlone) {
+  for (const char* prompt : {"Paris is the capital of", "def f(x): return"}) {
+    json one = {{"prompt", prompt}, {"max_tokens", 1}, {"logprobs", 2}, {"echo", true}, {"temperature", 0}};
+    json zero = one;
+    zero["max_tokens"] = 0;
+    auto r1 = post(port(), "/v1/completions", one);
+    auto r0 = post(port(), "/v1/completions", zero);
+    ASSERT_EQ(r1.status, 200) << r1.body;
+    ASSERT_EQ(r0.status, 200) << r0.body;
+    const json& c0 = r0.j["choices"][0];
+    const json& lp1 = r1.j["choices"][0]["logprobs"];
+    const size_t n = tok_->encode(prompt).size();
+    ASSERT_EQ(lp1["tokens"].size(), n + 1) << "the max_tokens 1 answer shows its generated token";
+    EXPECT_EQ(c0["text"], prompt);
+    EXPECT_EQ(c0["finish_reason"], "length");
+    EXPECT_TRUE(c0["stop_reason"].is_null());
+    for (const char* field : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+      json prompt_part(lp1[field].begin(), lp1[field].begin() + long(n));
+      EXPECT_EQ(c0["logprobs"][field], prompt_part) << field;
+    }
+    EXPECT_EQ(r0.j["usage"]["prompt_tokens"], n);
+    EXPECT_EQ(r0.j["usage"]["completion_tokens"], 0);
+    // Streamed: one chunk with the same choice, then the usage chunk.
+    zero["stream"] = true;
+    zero["stream_options"] = {{"include_usage", true}};
+    auto s = post_stream(port(), "/v1/completions", zero);
+    ASSERT_EQ(s.status, 200);
+    ASSERT_TRUE(s.done);
+    ASSERT_EQ(s.events.size(), 2u) << s.raw;
+    const json& sc = s.events[0]["choices"][0];
+    EXPECT_EQ(sc["text"], prompt);
+    EXPECT_EQ(sc["logprobs"], c0["logprobs"]);
+    EXPECT_EQ(sc["finish_reason"], "length");
+    EXPECT_EQ(s.events[1]["usage"]["completion_tokens"], 0);
+  }
+  // Not vacuous: the two prompts' logprobs differ; without echo, max_tokens 0 stays a 400.
+  auto a = post(port(), "/v1/completions", {{"prompt", "Paris is"}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 0}});
+  auto b = post(port(), "/v1/completions", {{"prompt", "Rome is"}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 0}});
+  EXPECT_NE(a.j["choices"][0]["logprobs"]["token_logprobs"], b.j["choices"][0]["logprobs"]["token_logprobs"]);
+  auto bad = post(port(), "/v1/completions", {{"prompt", "Paris is"}, {"max_tokens", 0}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.j["error"]["param"], "max_tokens");
+}
+
 TEST_F(ServerApi, StreamingEqualsNonStreamingAndNeverSplitsUtf8) {
   for (const char* prompt : {"Write a poem in Chinese: 春天", "Emoji party 🎉🎉", "def f(x):"}) {
     json b = {{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0.9}, {"seed", 3}, {"logprobs", 1},

@@ -49,6 +49,26 @@ TEST(Protocol, CompletionDefaultsAndLaxIntegers) {
   auto e = parse_completion_request(parse(R"({"prompt": "x", "echo": true, "logprobs": 0})"), SamplingDefaults{});
   EXPECT_TRUE(e.params.prompt_logprobs);
   EXPECT_EQ(e.params.logprobs, 0);
+  EXPECT_FALSE(e.echo_only);
+  // Echo with max_tokens 0 (OpenAI's legacy loglikelihood call): the engine samples one hidden token.
+  auto z = parse_completion_request(parse(R"({"prompt": "x", "echo": true, "logprobs": 1, "max_tokens": 0})"), d);
+  EXPECT_TRUE(z.echo_only);
+  EXPECT_EQ(*z.max_tokens, 1);
+  EXPECT_EQ(z.params.max_tokens, 1);
+  EXPECT_TRUE(z.params.prompt_logprobs);
+  for (const char* body : {R"({"prompt": "x", "max_tokens": 0})", R"({"prompt": "x", "echo": false, "max_tokens": 0})",
+                           R"({"prompt": "x", "echo": true, "max_tokens": 0, "min_tokens": 1})"}) {
+    try {
+      parse_completion_request(parse(body), d);
+      ADD_FAILURE() << "accepted: " << body;
+    } catch (const InvalidRequest& err) {
+      EXPECT_NE(std::string(err.what()).find(std::string(body).find("min_tokens") != std::string::npos
+                                                 ? "must be <= max_tokens (got 1 > 0)"
+                                                 : "must be at least 1 unless 'echo' is true (got 0)"),
+                std::string::npos)
+          << err.what();
+    }
+  }
 }
 
 TEST(Protocol, ErrorsNameTheParam) {
@@ -88,7 +108,7 @@ TEST(Protocol, ErrorsNameTheParam) {
     parse_completion_request(parse(R"({"prompt": "x", "max_tokens": 2147483648})"), SamplingDefaults{});
     ADD_FAILURE() << "max_tokens past int32 accepted";
   } catch (const InvalidRequest& e) {
-    EXPECT_NE(std::string(e.what()).find("between 1 and 2147483647"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("between 0 and 2147483647"), std::string::npos) << e.what();
   }
   EXPECT_EQ(excerpt(std::string(500, 'a')).size(), 43u);
   // Stray UTF-8 continuation bytes count too (fuzz_protocol finding): at most 4 bytes a character.

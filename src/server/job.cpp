@@ -27,10 +27,11 @@ Job Job::completion(CompletionRequest r, const ModelLimits& m) {
                              " choices (prompts x n); at most " + std::to_string(kMaxChoices) + " are allowed",
                          "prompt");
   auto prompts = prepare_completion_prompts(r, m);
-  bool echo = r.echo;
+  bool echo = r.echo, echo_only = r.echo_only;
   int k = r.logprobs.value_or(0);
   Job job(Kind::Completion, std::move(r), std::move(prompts), m);
   job.echo_ = echo;
+  job.echo_only_ = echo_only;
   job.top_k_ = k;
   return job;
 }
@@ -55,7 +56,7 @@ Usage Job::usage() const {
   Usage u;
   for (const auto& p : prompts_) u.prompt_tokens += int64_t(p.ids.size());
   for (const auto& c : choices_) {
-    u.completion_tokens += int64_t(c.state.token_ids().size());
+    u.completion_tokens += int64_t(shown_tokens(c));
     if (c.state.index() % req_.n == 0) u.cached_tokens += c.state.num_cached_tokens();
   }
   return u;
@@ -78,8 +79,11 @@ std::vector<LogprobEntry> Job::echo_entries(const Choice& c) const {
   return out;
 }
 
+size_t Job::shown_tokens(const Choice& c) const { return echo_only_ ? 0 : c.state.token_ids().size(); }
+
 ChoiceJson Job::choice_json(const Choice& c, size_t first_token, size_t num_tokens, bool first) const {
   const ChoiceState& s = c.state;
+  if (echo_only_) num_tokens = 0;
   ChoiceJson j;
   j.index = s.index();
   j.include_token_ids = req_.return_token_ids || always_token_ids_ || !has_text();
@@ -92,7 +96,9 @@ ChoiceJson Job::choice_json(const Choice& c, size_t first_token, size_t num_toke
     for (size_t i = first_token; i < first_token + num_tokens && i < lps.size(); ++i) entries.push_back(entry(lps[i]));
     j.logprobs = std::move(entries);
   }
-  if (s.finished()) {
+  if (s.finished() && echo_only_) {
+    j.finish_reason = "length";  // max_tokens 0 reached, whatever ended the hidden token
+  } else if (s.finished()) {
     j.finish_reason = finish_reason_string(s.finish_reason());
     if (s.stop_string()) j.stop_reason = json(*s.stop_string());
     else if (s.stop_token()) j.stop_reason = json(*s.stop_token());
@@ -105,7 +111,7 @@ json Job::response(const ResponseMeta& meta) const {
   for (const auto& c : choices_) {
     ChoiceJson j = choice_json(c, 0, c.state.token_ids().size(), true);
     if (has_text()) {
-      std::string text = c.state.text();
+      std::string text = echo_only_ ? "" : c.state.text();
       if (echo_ && prompts_[c.prompt].text) text = *prompts_[c.prompt].text + text;
       j.text = std::move(text);
     }
@@ -146,9 +152,10 @@ std::vector<json> Job::chunks_of(const ResponseMeta& meta, Choice& c, const Choi
     return out;
   }
   bool echo_now = first && echo_;
-  if (!first && d.num_tokens == 0 && d.text.empty() && !d.finished) return out;
+  const bool shows = !echo_only_ && (d.num_tokens > 0 || !d.text.empty());
+  if (!first && !shows && !d.finished) return out;
   ChoiceJson j = choice_json(c, d.first_token, d.num_tokens, first);
-  if (has_text()) j.text = (echo_now && prompts_[c.prompt].text ? *prompts_[c.prompt].text : "") + d.text;
+  if (has_text()) j.text = (echo_now && prompts_[c.prompt].text ? *prompts_[c.prompt].text : "") + (echo_only_ ? "" : d.text);
   j.text_offset = c.text_offset;
   if (j.logprobs)
     for (const auto& e : *j.logprobs) {

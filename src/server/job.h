@@ -50,11 +50,13 @@ class Job {
   Job(Kind kind, GenerationRequest req, std::vector<PreparedPrompt> prompts, const ModelLimits& m);
   ChoiceJson choice_json(const Choice& c, size_t first_token, size_t num_tokens, bool first) const;
   std::vector<LogprobEntry> echo_entries(const Choice& c) const;
+  size_t shown_tokens(const Choice& c) const;  // the generated tokens an answer shows (echo-only: none)
   std::vector<json> chunks_of(const ResponseMeta& meta, Choice& c, const ChoiceState::Delta& d);
 
   Kind kind_;
   GenerationRequest req_;
   bool echo_ = false;
+  bool echo_only_ = false;  // max_tokens 0: the one token the engine samples is never shown
   int top_k_ = 0;  // logprobs alternatives shown per token
   bool always_token_ids_ = false;
   std::vector<PreparedPrompt> prompts_;

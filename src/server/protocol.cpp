@@ -368,15 +368,20 @@ CompletionRequest parse_completion_request(const json& body, const SamplingDefau
   CompletionRequest r;
   parse_generation(body, defaults, r);
   r.prompts = parse_prompts(body);
-  r.max_tokens = get_opt_int(body, "max_tokens", 1, std::numeric_limits<int32_t>::max(), "must be between 1 and 2147483647");
-  if (!r.max_tokens) r.max_tokens = 16;  // OpenAI's and vLLM's default for completions
   r.echo = get_bool(body, "echo", false);
+  r.max_tokens = get_opt_int(body, "max_tokens", 0, std::numeric_limits<int32_t>::max(), "must be between 0 and 2147483647");
+  if (!r.max_tokens) r.max_tokens = 16;  // OpenAI's and vLLM's default for completions
+  if (*r.max_tokens == 0 && !r.echo) bad("max_tokens", "must be at least 1 unless 'echo' is true (got 0)");
   if (const json* v = field(body, "logprobs"); v && v->is_boolean()) wrong_type("logprobs", "an integer", *v);
   r.logprobs = get_opt_int(body, "logprobs", 0, kMaxLogprobs, "must be between 0 and 20");
   r.params.logprobs = r.logprobs ? *r.logprobs : -1;
   r.params.prompt_logprobs = r.echo && r.logprobs.has_value();
   r.params.max_tokens = *r.max_tokens;
   check_min_tokens(r);
+  // OpenAI's legacy echo-only call (lm-evaluation-harness's loglikelihood): the prompt and its
+  // logprobs, no completion. The engine still samples one token (as vLLM), which no answer shows.
+  r.echo_only = *r.max_tokens == 0;
+  if (r.echo_only) r.max_tokens = r.params.max_tokens = 1;
   return r;
 }
 

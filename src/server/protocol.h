@@ -50,6 +50,7 @@ struct GenerationRequest {
 struct CompletionRequest : GenerationRequest {
   std::vector<PromptInput> prompts;  // one choice group of n per prompt
   bool echo = false;
+  bool echo_only = false;            // echo with max_tokens 0: the prompt alone, finish_reason "length"
   std::optional<int> logprobs;       // top-k count (0..kMaxLogprobs)
 };
 
