@@ -84,6 +84,16 @@ async function completions() {
     for (const ch of chunk.choices) streamed += ch.text;
   }
   check(streamed === a.choices[0].text, 'streamed completion equals the non-streamed one');
+  // A loglikelihood eval's call (lm-evaluation-harness): the prompt's own logprobs, batched prompts.
+  const ll = { model, prompt: ['The sky is blue', 'The sky is green'], max_tokens: 0, echo: true, logprobs: 1, temperature: 0 };
+  const e1 = await client.completions.create(ll);
+  const e2 = await client.completions.create(ll);
+  check(e1.choices.length === 2 && e1.choices[0].text === 'The sky is blue', 'echo with max_tokens 0: the prompt alone');
+  check(e1.usage.completion_tokens === 0 && e1.choices[1].finish_reason === 'length', 'no completion tokens');
+  const lp = e1.choices.map((c) => c.logprobs.token_logprobs);
+  check(lp[0][0] === null && lp[0].slice(1).every((x) => typeof x === 'number' && x <= 0), 'prompt logprobs, null first');
+  check(JSON.stringify(e1.choices) === JSON.stringify(e2.choices), 'loglikelihoods repeat bit for bit');
+  check(lp[0][lp[0].length - 1] !== lp[1][lp[1].length - 1], 'another last word, another logprob');
 }
 
 async function errors() {
