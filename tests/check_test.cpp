@@ -279,6 +279,14 @@ TEST(CheckFailures, ServerAnsweringErrors) {
   EXPECT_NE(r.err.find("fails on purpose"), std::string::npos) << r.err;  // the server's own message
 }
 
+TEST(CheckFailures, EchoAgainstAServerThatIgnoresItIsAClearError) {
+  NoisyServer srv({});  // answers with the generated tokens' logprobs only, whatever echo says
+  std::string dir = temp_dir("check-echo-ignored");
+  auto r = run_verbatim(check_args(srv.url(), {"--echo"}), 30, dir);
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("carries no prompt logprobs"), std::string::npos) << r.err;
+}
+
 TEST(CheckFailures, ServerThatNeverAnswersTimesOut) {
   NoisyServer srv({.mode = NoiseMode::Hang});
   std::string dir = temp_dir("check-hang");
@@ -379,25 +387,36 @@ TEST(CheckFailures, ServerKilledMidRun) {
 
 // ---- against our own server ---------------------------------------------------------------------
 
+// The fresh, warm, flushed and users rows of a check of n prompts all say "0 of n".
+void expect_no_row_differs(const std::string& out, int n) {
+  const std::string zero = "0 of " + std::to_string(n);
+  for (const std::string& row : {std::string("flushed repeat against fresh"), std::string("fresh against warm cache"),
+                                std::to_string(n) + " users at once against one user"})
+    EXPECT_NE(row_of(out, row).find(zero), std::string::npos) << row << "\n" << out;
+}
+
+// n token-id prompts: a shared prefix of prefix_len ids (cache hits), then a tail of 1 + i % tails ids.
+void write_id_prompts(const std::string& path, int n, int prefix_len, int tails) {
+  std::ofstream f(path);
+  for (int i = 0; i < n; ++i) {
+    json ids = json::array();
+    for (int t = 0; t < prefix_len; ++t) ids.push_back(10 + (t * 7) % 500);
+    for (int t = 0; t <= i % tails; ++t) ids.push_back(20 + (i * 31 + t * 3) % 480);
+    f << ids.dump() << "\n";
+  }
+}
+
 TEST(CheckOurServer, TokenIdPromptsOnTheTinyModel) {
   std::string dir = temp_dir("check-serve");
   ServeProcess srv(fixture("qwen3-tiny-tied"), {"--device", "cpu"}, dir);
   ASSERT_TRUE(srv.ready()) << srv.log();
-  std::ofstream f(dir + "/ids.jsonl");
-  for (int i = 0; i < 12; ++i) {  // a shared 40-token prefix (cache hits), then a tail of its own
-    json ids = json::array();
-    for (int t = 0; t < 40; ++t) ids.push_back(10 + (t * 7) % 500);
-    for (int t = 0; t <= i % 5; ++t) ids.push_back(20 + (i * 31 + t * 3) % 480);
-    f << ids.dump() << "\n";
-  }
-  f.close();
+  write_id_prompts(dir + "/ids.jsonl", 12, 40, 5);
   auto r = run_verbatim({"check", "--url", srv.url(), "--prompts", dir + "/ids.jsonl", "--max-tokens", "16", "--users",
                          "12", "--json", dir + "/c.json"},
                         300, dir);
   ASSERT_FALSE(r.timed_out) << r.err;
   EXPECT_EQ(r.code, 0) << r.out << r.err << srv.log();
-  for (const char* row : {"flushed repeat against fresh", "fresh against warm cache", "12 users at once against one user"})
-    EXPECT_NE(row_of(r.out, row).find("0 of 12"), std::string::npos) << row << "\n" << r.out;
+  expect_no_row_differs(r.out, 12);
   json j = read_json_file(dir + "/c.json");
   EXPECT_EQ(j["features"]["token_ids"], true) << "compared by token ids";
   EXPECT_EQ(j["features"]["logprobs"], true);
@@ -409,6 +428,38 @@ TEST(CheckOurServer, TokenIdPromptsOnTheTinyModel) {
   EXPECT_EQ(j["runs"]["flushed"][0]["cached_tokens"], 0);
   EXPECT_NE(r.out.find("cache:   the warm run found"), std::string::npos) << r.out;
   std::cout << r.out;
+}
+
+// --echo: every prompt token's logprob is compared too, as loglikelihood evals read them.
+TEST(CheckOurServer, EchoComparesEveryPromptTokensLogprob) {
+  std::string dir = temp_dir("check-serve-echo");
+  ServeProcess srv(fixture("qwen3-tiny-tied"), {"--device", "cpu"}, dir);
+  ASSERT_TRUE(srv.ready()) << srv.log();
+  write_id_prompts(dir + "/ids.jsonl", 8, 30, 4);
+  auto r = run_verbatim({"check", "--url", srv.url(), "--prompts", dir + "/ids.jsonl", "--max-tokens", "4", "--users",
+                         "8", "--echo", "--json", dir + "/c.json"},
+                        300, dir);
+  ASSERT_FALSE(r.timed_out) << r.err;
+  EXPECT_EQ(r.code, 0) << r.out << r.err << srv.log();
+  EXPECT_NE(r.out.find("every prompt token's too: echo"), std::string::npos) << r.out;
+  expect_no_row_differs(r.out, 8);
+  json j = read_json_file(dir + "/c.json");
+  EXPECT_EQ(j["sampling"]["echo"], true);
+  for (int i : {0, 5}) {
+    const json& out = j["runs"]["fresh"][i];
+    const size_t prompt_len = 30 + size_t(i % 4) + 1;
+    ASSERT_EQ(out["logprobs"].size(), prompt_len + 4) << out.dump();
+    EXPECT_TRUE(out["logprobs"][0].is_null()) << "nothing predicts the first prompt token";
+    EXPECT_TRUE(out["logprobs"][1].is_number());
+    EXPECT_EQ(out["token_ids"].size(), 4u);
+  }
+  // Not vacuous: the prompts' own logprobs are compared, and differ where the prompts do.
+  EXPECT_EQ(j["runs"]["fresh"][0]["logprobs"][20], j["runs"]["fresh"][5]["logprobs"][20]) << "same prefix";
+  EXPECT_NE(j["runs"]["fresh"][0]["logprobs"][30], j["runs"]["fresh"][5]["logprobs"][30]);
+  // Chat has no echo: refused before anything is sent.
+  r = run_verbatim({"check", "--url", srv.url(), "--echo", "--chat"}, 30, dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--echo needs /v1/completions"), std::string::npos) << r.err;
 }
 
 TEST(CheckOurServer, ApiKeyIsSentAndAWrongOneIsAClearError) {
@@ -439,8 +490,7 @@ TEST(CheckOurServer, BuiltinPromptsAsChatWithTheRealTokenizer) {
   ASSERT_FALSE(r.timed_out) << r.err;
   EXPECT_EQ(r.code, 0) << r.out << r.err << srv.log();
   EXPECT_NE(r.out.find("chat completions, thinking off"), std::string::npos) << r.out;
-  for (const char* row : {"flushed repeat against fresh", "fresh against warm cache", "4 users at once against one user"})
-    EXPECT_NE(row_of(r.out, row).find("0 of 4"), std::string::npos) << row << "\n" << r.out;
+  expect_no_row_differs(r.out, 4);
   json j = read_json_file(dir + "/c.json");
   EXPECT_EQ(j["runs"]["fresh"][0]["token_ids"].size(), 6u);
   EXPECT_FALSE(j["runs"]["fresh"][0]["text"].get<std::string>().empty());

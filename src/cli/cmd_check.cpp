@@ -18,7 +18,7 @@ struct CheckArgs {
   int num_prompts = 0, max_tokens = 128, users = 64;
   double temperature = 0, timeout = 300;
   int64_t seed = 0;
-  bool chat = false, ignore_eos = false, quiet = false;
+  bool chat = false, ignore_eos = false, echo = false, quiet = false;
   CLI::Option* seed_opt = nullptr;
 };
 
@@ -55,6 +55,7 @@ int run(const CheckArgs& a) {
     if (a.seed_opt->count() > 0 || a.temperature > 0) o.sampling.seed = a.seed;
     o.sampling.chat = a.chat;
     o.sampling.ignore_eos = a.ignore_eos;
+    o.sampling.echo = a.echo;
     o.users = a.users;
     if (!a.prompts_file.empty()) {
       o.prompts = client::load_prompts_jsonl(a.prompts_file);
@@ -113,6 +114,9 @@ Registrar reg(60, [](CLI::App& app) -> std::function<int()> {
                     ->check(decimal_seed<int64_t>());
   sub->add_flag("--chat", a->chat, "use /v1/chat/completions with enable_thinking off");
   sub->add_flag("--ignore-eos", a->ignore_eos, "send ignore_eos (vLLM's extension) so every answer is max-tokens long");
+  sub->add_flag("--echo", a->echo,
+                "send echo: true and compare every prompt token's logprob too, as loglikelihood evals "
+                "(lm-evaluation-harness's multiple-choice tasks) read them; completions only");
   sub->add_option("--model", a->model, "model name (default: the first id of /v1/models)");
   sub->add_option("--api-key", a->api_key, "bearer key (default: $OPENAI_API_KEY)");
   sub->add_option("--users", a->users, "concurrent users for the batch run")->capture_default_str()->check(CLI::Range(1, 4096));

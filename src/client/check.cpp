@@ -74,6 +74,13 @@ std::string now_iso() {
   return buf;
 }
 
+// An echoed answer's logprobs start with the prompt's: a null first (OpenAI, vLLM) or more entries
+// than generated tokens.
+bool echoes_prompt(const Output& o) {
+  if (!o.has_logprobs || o.logprobs.empty()) return false;
+  return std::isnan(o.logprobs[0]) || (o.completion_tokens >= 0 && o.logprobs.size() > size_t(o.completion_tokens));
+}
+
 json sampling_json(const SamplingOptions& s) {
   json j;
   j["model"] = s.model;
@@ -82,6 +89,7 @@ json sampling_json(const SamplingOptions& s) {
   j["seed"] = s.seed ? json(*s.seed) : json();
   j["chat"] = s.chat;
   j["ignore_eos"] = s.ignore_eos;
+  j["echo"] = s.echo;
   return j;
 }
 
@@ -113,7 +121,10 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
     }
     return ok;
   };
-  probe_features(c, o.prompts[0], s, r.features);
+  const Output probe = probe_features(c, o.prompts[0], s, r.features);
+  if (s.echo && !echoes_prompt(probe))
+    throw Error("--echo: the server's answer carries no prompt logprobs (it ignores echo or sends no logprobs), so "
+                "there is nothing more to compare than without --echo");
   if (!r.features.token_ids)
     r.warnings.push_back(r.features.logprobs
                              ? "the server does not return token ids (return_token_ids): comparing logprobs' token strings"
@@ -252,7 +263,10 @@ std::string CheckReport::header(const CheckOptions& o) const {
   h += "prompts   " + std::to_string(o.prompts.size()) + " (" + o.prompt_source + "), up to " +
        std::to_string(s.max_tokens) + " tokens, " + sampling + ", " +
        (chat ? "chat completions, thinking off" : "completions") + "\n";
-  h += "compared  by " + basis + (features.logprobs ? " and logprobs, bit for bit" : "") + "\n";
+  h += "compared  by " + basis +
+       (features.logprobs ? s.echo ? " and logprobs (every prompt token's too: echo), bit for bit" : " and logprobs, bit for bit"
+                          : "") +
+       "\n";
   return h;
 }
 
@@ -413,6 +427,7 @@ void apply_record(const json& rec, const std::string& file, CheckOptions& o) {
     else o.sampling.seed.reset();
     o.sampling.chat = s.value("chat", false);
     o.sampling.ignore_eos = s.value("ignore_eos", false);
+    o.sampling.echo = s.value("echo", false);
   }
   o.prompt_source = "from " + file;
   o.against = rec;

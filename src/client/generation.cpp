@@ -32,6 +32,9 @@ void read_logprob_value(const json& v, Output& o, const std::string& where) {
 std::string route_for(const Prompt& p, const SamplingOptions& s) {
   if (p.kind == Prompt::Kind::TokenIds && s.chat)
     throw Error("--chat cannot send token-id prompts; leave --chat out for /v1/completions");
+  if (s.echo && is_chat(p, s))
+    throw Error("--echo needs /v1/completions (chat completions have no echo): leave --chat out and use text or "
+                "token-id prompts");
   return is_chat(p, s) ? "/v1/chat/completions" : "/v1/completions";
 }
 
@@ -52,6 +55,7 @@ json request_body(const Prompt& p, const SamplingOptions& s, const ServerFeature
   b["temperature"] = s.temperature;
   if (s.seed) b["seed"] = *s.seed;
   if (s.ignore_eos) b["ignore_eos"] = true;
+  if (s.echo) b["echo"] = true;
   if (f.token_ids) b["return_token_ids"] = true;
   if (stream) {
     b["stream"] = true;
@@ -63,7 +67,7 @@ json request_body(const Prompt& p, const SamplingOptions& s, const ServerFeature
   return b;
 }
 
-Output parse_answer(const json& answer, bool chat, const std::string& where) {
+Output parse_answer(const json& answer, bool chat, const std::string& where, bool echo) {
   if (!answer.is_object()) throw bad(where, "is not a JSON object");
   if (!answer.contains("choices") || !answer["choices"].is_array() || answer["choices"].empty())
     throw bad(where, "has no \"choices\"");
@@ -102,7 +106,10 @@ Output parse_answer(const json& answer, bool chat, const std::string& where) {
       }
     } else if (!chat && lp.contains("token_logprobs") && lp["token_logprobs"].is_array()) {
       o.has_logprobs = true;
-      for (const auto& v : lp["token_logprobs"]) read_logprob_value(v, o, where);
+      for (const auto& v : lp["token_logprobs"]) {
+        if (echo && o.logprobs.empty() && v.is_null()) o.logprobs.push_back(std::numeric_limits<double>::quiet_NaN());
+        else read_logprob_value(v, o, where);
+      }
       if (lp.contains("tokens") && lp["tokens"].is_array())
         for (const auto& t : lp["tokens"]) o.tokens.push_back(t.is_string() ? t.get<std::string>() : t.dump());
     }
@@ -129,7 +136,7 @@ Output parse_answer(const json& answer, bool chat, const std::string& where) {
 Output generate(HttpClient& c, const Prompt& p, const SamplingOptions& s, const ServerFeatures& f) {
   std::string route = route_for(p, s);
   json answer = c.post_json(route, request_body(p, s, f, false));
-  return parse_answer(answer, route == "/v1/chat/completions", "POST " + route + " on " + c.url().text());
+  return parse_answer(answer, route == "/v1/chat/completions", "POST " + route + " on " + c.url().text(), s.echo);
 }
 
 StreamTiming generate_streaming(HttpClient& c, const Prompt& p, const SamplingOptions& s, const ServerFeatures& f) {

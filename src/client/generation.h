@@ -19,6 +19,7 @@ struct SamplingOptions {
   std::optional<int64_t> seed;
   bool chat = false;               // text prompts as one user message to /v1/chat/completions
   bool ignore_eos = false;         // vLLM's extension: always max_tokens tokens
+  bool echo = false;               // completions' echo: every prompt token's logprob too (loglikelihood evals)
 };
 
 // What a server turned out to support (probed once, then read-only across threads).
@@ -48,8 +49,9 @@ struct Output {
 // The route a prompt goes to; Error for combinations the API cannot express (token ids as chat).
 std::string route_for(const Prompt& p, const SamplingOptions& s);
 json request_body(const Prompt& p, const SamplingOptions& s, const ServerFeatures& f, bool stream);
-// Parses a non-streaming answer; ClientError(BadAnswer) naming what is missing.
-Output parse_answer(const json& answer, bool chat, const std::string& where);
+// Parses a non-streaming answer; ClientError(BadAnswer) naming what is missing. echo: the
+// logprobs start with the prompt's, whose first is null (nothing predicts it; kept as NaN).
+Output parse_answer(const json& answer, bool chat, const std::string& where, bool echo = false);
 
 Output generate(HttpClient& c, const Prompt& p, const SamplingOptions& s, const ServerFeatures& f);
 
