@@ -272,20 +272,26 @@ ncu_prefill() {
   python3 scripts/device/ncu_summary.py $W/ncu_prefill.csv $OUT/ncu_prefill_8.txt > /dev/null
   head -14 $OUT/ncu_prefill_8.txt | tee -a $LOG
 }
+# inv_8_of_record DIR: the 8B digests of record on DIR (make-model --seed 1 --init-std 0.005), bf16
+# and fp16, 8 tokens (session 14's; until session 13: 9ceba3474cbf6abf, 7e58f529cd75d598).
+inv_8_of_record() {
+  inv 8r_bf16 $1 bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=202106b57f8201c2
+  inv 8r_fp16 $1 float16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=eba874a3a0dbd45c
+}
+# model_parity MIN_LEFT: cuda_model_test (HF parity on ../shared/reference) if more than MIN_LEFT
+# seconds of BUDGET are left, its parity lines to the log.
+model_parity() {
+  [ "$(left)" -gt "$1" ] || return 0
+  run_test cuda_model_test $(( $(left) - 15 ))
+  grep -E "\[cuda parity" $OUT/cuda_model_test.log | head -8 | tee -a $LOG
+}
 # record_checks: the figures-of-record call's closing checks, each as the budget allows: the 8B
 # digests of record (bf16 and fp16, the init-std-0.005 folder $W/m8r, 8 tokens), the HF peer on
 # $W/m8, the 64-user HTTP check on $W/m06, the model tests, the per-kernel durations of one 8B prefill.
 record_checks() {
-  wait_for $W/m8r 100 && {
-    # (session 14's; until session 13: 9ceba3474cbf6abf, 7e58f529cd75d598)
-    inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=202106b57f8201c2
-    inv 8r_fp16 $W/m8r float16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=eba874a3a0dbd45c
-  }
+  wait_for $W/m8r 100 && inv_8_of_record $W/m8r
   [ "$(left)" -gt 150 ] && hf_peer 8 $W/m8 4 100
   [ "$(left)" -gt 100 ] && http_check $W/m06
-  if [ "$(left)" -gt 75 ]; then
-    run_test cuda_model_test $(( $(left) - 15 ))
-    grep -E "\[cuda parity" $OUT/cuda_model_test.log | head -8 | tee -a $LOG
-  fi
+  model_parity 75
   ncu_prefill $W/m8
 }

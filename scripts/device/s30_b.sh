@@ -17,16 +17,10 @@ eb 06_contract $W/m06 contract
 eb 06_fast $W/m06 fast
 EB_PREFILL=2048 eb 8_contract $W/m8 contract
 EB_PREFILL=2048 eb 8_fast $W/m8 fast
-wait_for $W/m8r 60 && {
-  inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=202106b57f8201c2
-  inv 8r_fp16 $W/m8r float16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=eba874a3a0dbd45c
-}
+wait_for $W/m8r 60 && inv_8_of_record $W/m8r
 wait_for $W/m17 30 && { eb 17_contract $W/m17 contract; eb 17_fast $W/m17 fast; }
 [ "$(left)" -gt 150 ] && hf_peer 8 $W/m8 4 100
 [ "$(left)" -gt 60 ] && http_check $W/m06
-if [ "$(left)" -gt 75 ]; then
-  run_test cuda_model_test $(( $(left) - 15 ))
-  grep -E "\[cuda parity" $OUT/cuda_model_test.log | head -8 | tee -a $LOG
-fi
+model_parity 75
 [ "$(left)" -gt 80 ] && run_test cuda_ops_test $(( $(left) - 10 ))
 call_finish

@@ -263,10 +263,10 @@ std::string CheckReport::header(const CheckOptions& o) const {
   h += "prompts   " + std::to_string(o.prompts.size()) + " (" + o.prompt_source + "), up to " +
        std::to_string(s.max_tokens) + " tokens, " + sampling + ", " +
        (chat ? "chat completions, thinking off" : "completions") + "\n";
-  h += "compared  by " + basis +
-       (features.logprobs ? s.echo ? " and logprobs (every prompt token's too: echo), bit for bit" : " and logprobs, bit for bit"
-                          : "") +
-       "\n";
+  std::string compared = "compared  by " + basis;
+  if (features.logprobs)
+    compared += s.echo ? " and logprobs (every prompt token's too: echo), bit for bit" : " and logprobs, bit for bit";
+  h += compared + "\n";
   return h;
 }
 

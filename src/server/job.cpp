@@ -130,7 +130,12 @@ std::vector<json> Job::chunks(const ResponseMeta& meta, Choice& c, const ChoiceS
   return out;
 }
 
-std::vector<json> Job::chunks_of(const ResponseMeta& meta, Choice& c, const ChoiceState::Delta& d) {
+std::vector<json> Job::chunks_of(const ResponseMeta& meta, Choice& c, const ChoiceState::Delta& delta) {
+  ChoiceState::Delta d = delta;
+  if (echo_only_) {  // the hidden token: no tokens, no text, only the finish
+    d.num_tokens = 0;
+    d.text.clear();
+  }
   std::vector<json> out;
   bool first = !c.started;
   c.started = true;
@@ -152,10 +157,9 @@ std::vector<json> Job::chunks_of(const ResponseMeta& meta, Choice& c, const Choi
     return out;
   }
   bool echo_now = first && echo_;
-  const bool shows = !echo_only_ && (d.num_tokens > 0 || !d.text.empty());
-  if (!first && !shows && !d.finished) return out;
+  if (!first && d.num_tokens == 0 && d.text.empty() && !d.finished) return out;
   ChoiceJson j = choice_json(c, d.first_token, d.num_tokens, first);
-  if (has_text()) j.text = (echo_now && prompts_[c.prompt].text ? *prompts_[c.prompt].text : "") + (echo_only_ ? "" : d.text);
+  if (has_text()) j.text = (echo_now && prompts_[c.prompt].text ? *prompts_[c.prompt].text : "") + d.text;
   j.text_offset = c.text_offset;
   if (j.logprobs)
     for (const auto& e : *j.logprobs) {
