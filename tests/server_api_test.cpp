@@ -244,6 +244,32 @@ TEST_F(ServerApi, EchoWithMaxTokensZeroGivesThePromptAndItsLogprobsAlone) {
   EXPECT_EQ(bad.j["error"]["param"], "max_tokens");
 }
 
+// The engine samples one hidden token for echo with max_tokens 0; when that token is a stop token,
+// the answer still says "length", and /metrics must count what the client was told.
+TEST_F(ServerApi, EchoOnlyIsCountedByTheFinishReasonItShows) {
+  json one = {{"prompt", "Paris is the capital of"}, {"max_tokens", 1}, {"temperature", 0}, {"return_token_ids", true}};
+  auto probe = post(port(), "/v1/completions", one);
+  ASSERT_EQ(probe.status, 200) << probe.body;
+  const json hidden = probe.j["choices"][0]["token_ids"][0];
+  one["stop_token_ids"] = json::array({hidden});
+  json zero = one;
+  zero["max_tokens"] = 0;
+  zero["echo"] = true;
+  const std::string stop = "finished_reason=\"stop\"", length = "finished_reason=\"length\"";
+  const char* name = "verbatim:request_success_total";
+  double stops = metric(port(), name, stop), lengths = metric(port(), name, length);
+  // Not vacuous: with max_tokens 1 the same token ends the request as "stop", and is counted so.
+  auto r1 = post(port(), "/v1/completions", one);
+  ASSERT_EQ(r1.status, 200) << r1.body;
+  EXPECT_EQ(r1.j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(metric(port(), name, stop), stops + 1);
+  auto r0 = post(port(), "/v1/completions", zero);
+  ASSERT_EQ(r0.status, 200) << r0.body;
+  EXPECT_EQ(r0.j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(metric(port(), name, stop), stops + 1);
+  EXPECT_EQ(metric(port(), name, length), lengths + 1);
+}
+
 TEST_F(ServerApi, StreamingEqualsNonStreamingAndNeverSplitsUtf8) {
   for (const char* prompt : {"Write a poem in Chinese: 春天", "Emoji party 🎉🎉", "def f(x):"}) {
     json b = {{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0.9}, {"seed", 3}, {"logprobs", 1},

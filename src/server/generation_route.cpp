@@ -109,7 +109,7 @@ class GenerationRun {
       c.state.engine_done();
     }
     if (d.finished && !was_finished) {
-      const char* r = finish_reason_string(c.state.finish_reason());
+      const char* r = job_.shown_finish_reason(c);
       st_.metrics->request_finished(r ? r : "abort");
       if (job_.all_finished()) st_.metrics->observe_e2e(std::chrono::duration<double>(now - arrival_).count());
     }

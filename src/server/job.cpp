@@ -81,6 +81,12 @@ std::vector<LogprobEntry> Job::echo_entries(const Choice& c) const {
 
 size_t Job::shown_tokens(const Choice& c) const { return echo_only_ ? 0 : c.state.token_ids().size(); }
 
+const char* Job::shown_finish_reason(const Choice& c) const {
+  if (!c.state.finished()) return nullptr;
+  if (echo_only_) return "length";  // max_tokens 0 reached, whatever ended the hidden token
+  return finish_reason_string(c.state.finish_reason());
+}
+
 ChoiceJson Job::choice_json(const Choice& c, size_t first_token, size_t num_tokens, bool first) const {
   const ChoiceState& s = c.state;
   if (echo_only_) num_tokens = 0;
@@ -96,10 +102,8 @@ ChoiceJson Job::choice_json(const Choice& c, size_t first_token, size_t num_toke
     for (size_t i = first_token; i < first_token + num_tokens && i < lps.size(); ++i) entries.push_back(entry(lps[i]));
     j.logprobs = std::move(entries);
   }
-  if (s.finished() && echo_only_) {
-    j.finish_reason = "length";  // max_tokens 0 reached, whatever ended the hidden token
-  } else if (s.finished()) {
-    j.finish_reason = finish_reason_string(s.finish_reason());
+  if (const char* r = shown_finish_reason(c)) j.finish_reason = r;
+  if (s.finished() && !echo_only_) {
     if (s.stop_string()) j.stop_reason = json(*s.stop_string());
     else if (s.stop_token()) j.stop_reason = json(*s.stop_token());
   }

@@ -45,6 +45,9 @@ class Job {
   // The SSE objects one delta of choice `c` gives (possibly none). The first call for a choice
   // also carries the role (chat) or the echoed prompt (completions) and prompt_token_ids.
   std::vector<json> chunks(const ResponseMeta& meta, Choice& c, const ChoiceState::Delta& d);
+  // The finish_reason choice `c`'s answer shows (null while it runs; echo-only: always "length"),
+  // so /metrics counts what the client was told.
+  const char* shown_finish_reason(const Choice& c) const;
 
  private:
   Job(Kind kind, GenerationRequest req, std::vector<PreparedPrompt> prompts, const ModelLimits& m);
