@@ -95,7 +95,7 @@ eb() {
   [ "$(left)" -lt "${EB_MIN_LEFT:-90}" ] && { say "skip eb $tag: $(left) s left"; return; }
   env "$@" timeout 100 "$VB" engine-bench --model "$dir" --device cuda --mode "$mode" ${EB_ARGS:-} --batches "${EB_BATCHES:-1,8,32,64}" \
     --context 1024 --steps "${EB_STEPS:-32}" --prefill "${EB_PREFILL:-2048}" --json $OUT/eb_$tag.json > $OUT/eb_$tag.log 2>&1
-  say "eb $tag rc=$? $*: $(grep -E 'decode|prefill [0-9]' $OUT/eb_$tag.log | sed -E 's/.*batch +([0-9]+): median +([0-9.]+) ms.*/b\1 \2/; s/prefill 2048 tokens: median ([0-9.]+) ms, ([0-9.]+) TFLOP.*/prefill \1 ms \2 TF/' | tr '\n' ' ')"
+  say "eb $tag rc=$? $*: $(grep -E 'decode|prefill [0-9]' $OUT/eb_$tag.log | sed -E 's/.*batch +([0-9]+): median +([0-9.]+) ms.*/b\1 \2/; s/prefill 2048 tokens: median ([0-9.]+) ms, ([0-9.]+) TFLOP[^(]*(\(reps [0-9. ]+ ms\))?(, SM clock ([0-9]+) MHz)?.*/prefill \1 ms \2 TF \3 sm_mhz=\5/' | tr '\n' ' ')"
   grep memory $OUT/eb_$tag.log | tee -a $LOG
 }
 # ab_eb OLD_BIN OLD_NAME TAG DIR ROUNDS [VAR=value...]: engine-bench contract of OLD_BIN (the

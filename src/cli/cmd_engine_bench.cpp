@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/run_facts.h"
 #include "cli/validators.h"
 #include "core/error.h"
 #include "model/config.h"
@@ -51,8 +52,8 @@ double quantile(std::vector<double> v, double q) {
 // Bytes in use on the device of `device` ("cuda" or "cuda:N"; 0 elsewhere): total - free.
 size_t device_used_bytes(const std::string& device) {
 #ifdef VERBATIM_HAVE_CUDA
-  if (device.rfind("cuda", 0) != 0) return 0;
-  const int index = device.size() > 5 ? std::atoi(device.c_str() + 5) : 0;
+  const int index = cuda_device_index(device);
+  if (index < 0) return 0;
   size_t free_b = 0, total = 0;
   if (cudaSetDevice(index) != cudaSuccess || cudaFree(nullptr) != cudaSuccess ||
       cudaMemGetInfo(&free_b, &total) != cudaSuccess)
@@ -62,6 +63,20 @@ size_t device_used_bytes(const std::string& device) {
   (void)device;
   return 0;
 #endif
+}
+
+// ", SM clock N MHz" when the clock was measured, else nothing.
+std::string clock_note(const nlohmann::json& mhz) {
+  return mhz.is_number() ? ", SM clock " + std::to_string(int(mhz.get<double>() + 0.5)) + " MHz" : "";
+}
+std::string join_ms(const std::vector<double>& v) {
+  std::string s;
+  char buf[32];
+  for (double x : v) {
+    std::snprintf(buf, sizeof buf, "%s%.2f", s.empty() ? "" : " ", x);
+    s += buf;
+  }
+  return s;
 }
 
 double now_ms() {
@@ -146,7 +161,9 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
     std::mt19937 rng(7);
     std::uniform_int_distribution<int32_t> tok(0, c.vocab_size - 1);
     nlohmann::json out;
+    out = run_facts();
     out["model"] = a->model;
+    out["gpu"] = gpu_facts(a->device);
     out["config"] = {{"hidden_size", c.hidden_size}, {"intermediate_size", c.intermediate_size},
                      {"num_layers", c.num_layers}, {"num_heads", c.num_heads}, {"num_kv_heads", c.num_kv_heads},
                      {"head_dim", c.head_dim}, {"vocab_size", c.vocab_size}, {"tie_word_embeddings", c.tie_word_embeddings}};
@@ -206,13 +223,16 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
         for (int s = 0; s < B; ++s) last[size_t(s)] = res[size_t(s)].token;
       }
       const double med = median(times);
+      const nlohmann::json clock = sm_clock_now(a->device);
       const double kv = kv_bytes_per_token(c, dt) * B * (a->context + a->warmup + a->steps / 2.0);
       const double bound_ms = (wbytes + kv) / a->bandwidth * 1e3;
       decode.push_back({{"batch", B}, {"median_ms", med}, {"p10_ms", quantile(times, 0.1)},
                         {"p90_ms", quantile(times, 0.9)}, {"bytes_per_step", wbytes + kv}, {"bound_ms", bound_ms},
-                        {"ratio_to_bound", med / bound_ms}, {"tokens_per_s", B * 1e3 / med}});
-      std::printf("decode batch %3d: median %8.3f ms/step (p10 %.3f, p90 %.3f), bound %.3f ms, %.2fx bound, %.0f tok/s\n",
-                  B, med, quantile(times, 0.1), quantile(times, 0.9), bound_ms, med / bound_ms, B * 1e3 / med);
+                        {"ratio_to_bound", med / bound_ms}, {"tokens_per_s", B * 1e3 / med},
+                        {"sm_clock_mhz_after", clock}});
+      std::printf("decode batch %3d: median %8.3f ms/step (p10 %.3f, p90 %.3f), bound %.3f ms, %.2fx bound, %.0f tok/s%s\n",
+                  B, med, quantile(times, 0.1), quantile(times, 0.9), bound_ms, med / bound_ms, B * 1e3 / med,
+                  clock_note(clock).c_str());
       std::fflush(stdout);
     }
     out["decode"] = decode;
@@ -236,10 +256,12 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
         if (rep > 0) times.push_back(t1 - t0);
       }
       const double med = median(times);
+      const nlohmann::json clock = sm_clock_now(a->device);
       const double flops = prefill_flops(c, a->prefill);
-      out["prefill"] = {{"tokens", a->prefill}, {"ttft_median_ms", med}, {"flops", flops},
-                        {"tflops", flops / (med * 1e-3) / 1e12}};
-      std::printf("prefill %d tokens: median %.2f ms, %.1f TFLOP/s\n", a->prefill, med, flops / (med * 1e-3) / 1e12);
+      out["prefill"] = {{"tokens", a->prefill}, {"ttft_median_ms", med}, {"times_ms", times}, {"flops", flops},
+                        {"tflops", flops / (med * 1e-3) / 1e12}, {"sm_clock_mhz_after", clock}};
+      std::printf("prefill %d tokens: median %.2f ms, %.1f TFLOP/s (reps %s ms)%s\n", a->prefill, med,
+                  flops / (med * 1e-3) / 1e12, join_ms(times).c_str(), clock_note(clock).c_str());
     }
 #ifdef VERBATIM_HAVE_CUDA
     if (auto* cb = dynamic_cast<CudaBackend*>(be.get())) {

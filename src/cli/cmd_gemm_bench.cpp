@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/run_facts.h"
 #include "cli/validators.h"
 #include "core/error.h"
 #include "model/make_model.h"
@@ -268,7 +269,11 @@ int run_gemm_bench(const GemmBenchArgs& a) {
   cuda::set_gemm_kernel(cuda::GemmKernel::Auto);
   cuda::set_gemm_tuning(cuda::GemmTuning{});
   if (!a.json_out.empty()) {
-    nlohmann::json out = {{"bandwidth_bytes_per_s", a.bandwidth}, {"rows", rows}};
+    nlohmann::json out = run_facts();
+    out["gpu"] = gpu_facts("cuda");
+    out["sm_clock_mhz_after"] = sm_clock_now("cuda");
+    out["bandwidth_bytes_per_s"] = a.bandwidth;
+    out["rows"] = rows;
     std::ofstream f(a.json_out);
     f << out.dump(2) << "\n";
     if (!f) throw Error("cannot write " + a.json_out);

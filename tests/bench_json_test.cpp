@@ -1,0 +1,70 @@
+// The benchmark JSON says what it ran (issue 4: "GPU name, clocks, commit, every setting"): the
+// commit the binary came from, the environment's speed knobs, every prefill rep. Here through the
+// real binary on the CPU backend, where the GPU facts and the measured SM clock are null; on a GPU
+// the device scripts read them from the same fields.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "support/paths.h"
+
+namespace verbatim {
+namespace {
+
+using nlohmann::json;
+
+json engine_bench(const std::string& env, const std::string& tag) {
+  const std::string d = test::temp_dir(tag);
+  const std::string cmd = env + " " + test::binary() + " engine-bench --model " + test::fixture("qwen3-tiny-untied") +
+                          " --device cpu --batches 1 --steps 2 --context 8 --prefill 16 --json " + d +
+                          "/e.json >" + d + "/out 2>&1";
+  const int st = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cmd;
+  std::ifstream in(d + "/e.json");
+  return json::parse(in, nullptr, false);
+}
+
+std::string source_head() {
+  const std::string cmd = std::string("git -C ") + VERBATIM_SOURCE_DIR + " rev-parse --short=12 HEAD 2>/dev/null";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[64];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+TEST(BenchJson, EngineBenchRecordsCommitSettingsAndEveryPrefillRep) {
+  const json j = engine_bench("VERBATIM_GEMM_STREAM_STAGES=4", "bench-json");
+  ASSERT_TRUE(j.is_object());
+  const std::string head = source_head();
+  const std::string commit = j.at("commit");
+  if (head.empty()) EXPECT_EQ(commit, "unknown");
+  else EXPECT_EQ(commit.substr(0, head.size()), head) << "the binary's commit is the source tree's HEAD";
+  EXPECT_EQ(j.at("environment").value("VERBATIM_GEMM_STREAM_STAGES", ""), "4");
+  const json& p = j.at("prefill");
+  ASSERT_EQ(p.at("times_ms").size(), 5u);
+  std::vector<double> t = p.at("times_ms").get<std::vector<double>>();
+  std::sort(t.begin(), t.end());
+  EXPECT_EQ(p.at("ttft_median_ms").get<double>(), t[2]) << "the median is of the reps recorded";
+  // No GPU here: its facts and the measured clock are null, not invented.
+  EXPECT_TRUE(j.at("gpu").is_null());
+  EXPECT_TRUE(p.at("sm_clock_mhz_after").is_null());
+  EXPECT_TRUE(j.at("decode").at(0).at("sm_clock_mhz_after").is_null());
+  // Not vacuous: the environment field follows the run's environment.
+  const json plain = engine_bench("env -u VERBATIM_GEMM_STREAM_STAGES", "bench-json-plain");
+  ASSERT_TRUE(plain.is_object());
+  EXPECT_FALSE(plain.at("environment").contains("VERBATIM_GEMM_STREAM_STAGES"));
+}
+
+}  // namespace
+}  // namespace verbatim
