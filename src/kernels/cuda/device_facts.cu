@@ -1,6 +1,8 @@
 // device_facts.h: nominal clocks from the driver, the running SM clock measured by a kernel.
 #include <cuda_runtime.h>
 
+#include <chrono>
+
 #include "core/error.h"
 #include "kernels/cuda/device_facts.h"
 
@@ -8,17 +10,21 @@ namespace verbatim::cuda {
 
 namespace {
 
-// Cycles per nanosecond of %globaltimer, x 1000 = MHz. One thread: the clock, not the SMs' work,
-// is measured; the window is long against the timer's ~1 us resolution.
-__global__ void clock_probe_kernel(unsigned long long window_ns, double* mhz) {
-  unsigned long long t0, t1;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+// Spins one thread for `cycles` SM clock cycles: timed from the host, cycles / microseconds is the
+// clock in MHz. The host's steady clock, not %globaltimer: on an H100 the global timer gave
+// 2,025 MHz against a 1,980 MHz maximum.
+__global__ void spin_cycles_kernel(long long cycles) {
   const long long c0 = clock64();
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-  } while (t1 - t0 < window_ns);
-  const long long c1 = clock64();
-  *mhz = double(c1 - c0) / double(t1 - t0) * 1e3;
+  while (clock64() - c0 < cycles) {
+  }
+}
+
+// Microseconds from launching a spin of `cycles` to its end, seen from the host.
+double timed_spin_us(long long cycles) {
+  const auto t0 = std::chrono::steady_clock::now();
+  spin_cycles_kernel<<<1, 1>>>(cycles);
+  if (cudaDeviceSynchronize() != cudaSuccess) return -1;
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
 int attribute(cudaDeviceAttr a, int index) {
@@ -45,13 +51,13 @@ DeviceFacts device_facts(int index) {
 double measure_sm_clock_mhz(int index) {
   int prev = 0;
   if (cudaGetDevice(&prev) != cudaSuccess || cudaSetDevice(index) != cudaSuccess) return -1;
-  double* d = nullptr;
   double mhz = -1;
-  // Synchronize first: the probe measures the clock the work before it left, not its own queue wait.
-  if (cudaDeviceSynchronize() == cudaSuccess && cudaMalloc(&d, sizeof(double)) == cudaSuccess) {
-    clock_probe_kernel<<<1, 1>>>(1000000ull, d);
-    if (cudaMemcpy(&mhz, d, sizeof(double), cudaMemcpyDeviceToHost) != cudaSuccess) mhz = -1;
-    cudaFree(d);
+  // Synchronize first: the probe measures the clock the work before it left, not its own queue
+  // wait; an empty spin timed just before gives the launch and synchronize overhead to subtract.
+  constexpr long long kCycles = 20000000;  // ~10 ms at 2 GHz: the overhead is ~0.1% of it
+  if (cudaDeviceSynchronize() == cudaSuccess && timed_spin_us(0) >= 0) {
+    const double empty = timed_spin_us(0), spin = timed_spin_us(kCycles);
+    if (empty >= 0 && spin > empty) mhz = double(kCycles) / (spin - empty);
   }
   cudaGetLastError();  // a failed probe leaves no sticky error for the caller's next call
   cudaSetDevice(prev);

@@ -18,8 +18,10 @@ struct DeviceFacts {
 // Facts of device `index`; throws Error when it cannot be read.
 DeviceFacts device_facts(int index);
 
-// The SM clock of device `index` now, in MHz: one thread counts clock64() cycles over ~1 ms of the
-// global timer, after everything queued on the device has finished. Negative when it cannot run.
+// The SM clock of device `index` right after everything queued on it has finished, in MHz: one
+// thread spins 20 M clock64() cycles, timed from the host. It sees a clock held low after the work
+// (heat, a locked or slower card), not a power cap that lifts as soon as the work stops. Negative
+// when it cannot run.
 double measure_sm_clock_mhz(int index);
 
 }  // namespace verbatim::cuda
