@@ -11,8 +11,9 @@ namespace verbatim::cuda {
 namespace {
 
 // Spins one thread for `cycles` SM clock cycles: timed from the host, cycles / microseconds is the
-// clock in MHz. The host's steady clock, not %globaltimer: on an H100 the global timer gave
-// 2,025 MHz against a 1,980 MHz maximum.
+// clock in MHz, on the host's steady clock rather than the GPU's own %globaltimer. (On an H100 both
+// gave ~2,020-2,050 MHz after decode steps, above the 1,980 the driver calls its maximum, and ~1,978
+// after a prefill: read it against other rows of the same card, not against the nominal figure.)
 __global__ void spin_cycles_kernel(long long cycles) {
   const long long c0 = clock64();
   while (clock64() - c0 < cycles) {
