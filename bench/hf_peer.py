@@ -1,10 +1,34 @@
 #!/usr/bin/env python3
 """The peer in the same call: HF transformers decode time per step (eager, dynamic cache) at the
 batch sizes and context of `verbatim engine-bench`, and prefill time of one long prompt."""
-import argparse, json, statistics, time
+import argparse, json, os, statistics, subprocess, time
 
 import torch
+import transformers
 from transformers import AutoModelForCausalLM
+
+
+def commit():
+    """The verbatim commit of this script's tree (git), else $COMMIT (the device scripts set it)."""
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        return subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("COMMIT", "unknown")
+
+
+def clocks_now():
+    """The GPU's clocks as the driver reports them right now (nvidia-smi), or None where it cannot."""
+    fields = "clocks.sm,clocks.mem,clocks.max.sm,clocks_event_reasons.active"
+    try:
+        idx = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
+        line = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits", "-i", idx],
+                              capture_output=True, text=True, check=True, timeout=20).stdout.strip()
+        sm, mem, sm_max, reasons = [x.strip() for x in line.split(",")]
+        return {"sm_mhz": int(sm), "mem_mhz": int(mem), "sm_max_mhz": int(sm_max), "event_reasons": reasons}
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
 
 
 def main():
@@ -18,8 +42,12 @@ def main():
     a = ap.parse_args()
     m = AutoModelForCausalLM.from_pretrained(a.model, dtype=torch.bfloat16, attn_implementation="sdpa").cuda().eval()
     V = m.config.vocab_size
+    p = torch.cuda.get_device_properties(0)
     res = {"model": a.model, "impl": "hf-transformers eager forward loop, sdpa attention, DynamicCache, bf16",
-           "torch": torch.__version__, "decode": []}
+           "torch": torch.__version__, "transformers": transformers.__version__, "commit": commit(),
+           "settings": {"batches": a.batches, "context": a.context, "steps": a.steps, "prefill": a.prefill},
+           "gpu": {"name": p.name, "sm_count": p.multi_processor_count, "memory_bytes": p.total_memory},
+           "decode": []}
     g = torch.Generator(device="cuda").manual_seed(0)
     with torch.no_grad():
         for B in [int(b) for b in a.batches.split(",")]:
@@ -37,7 +65,8 @@ def main():
                 torch.cuda.synchronize()
                 if s >= 3:
                     times.append((time.perf_counter() - t0) * 1e3)
-            res["decode"].append({"batch": B, "median_ms": statistics.median(times), "min_ms": min(times)})
+            res["decode"].append({"batch": B, "median_ms": statistics.median(times), "min_ms": min(times),
+                                  "clocks_after": clocks_now()})
             print(f"HF decode batch {B}: median {statistics.median(times):.2f} ms/step", flush=True)
             del pkv, out
             torch.cuda.empty_cache()
@@ -51,7 +80,8 @@ def main():
                 torch.cuda.synchronize()
                 if r:
                     times.append((time.perf_counter() - t0) * 1e3)
-            res["prefill"] = {"tokens": a.prefill, "median_ms": statistics.median(times)}
+            res["prefill"] = {"tokens": a.prefill, "median_ms": statistics.median(times), "times_ms": times,
+                              "clocks_after": clocks_now()}
             print(f"HF prefill {a.prefill}: median {statistics.median(times):.1f} ms", flush=True)
     json.dump(res, open(a.out, "w"), indent=1)
 
