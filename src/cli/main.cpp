@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "core/error.h"
 
@@ -23,7 +24,8 @@ Registrar::Registrar(int order, SetupFn fn) { registry().emplace(order, std::mov
 
 int main(int argc, char** argv) {
   CLI::App app{"verbatim: an LLM inference server whose same request gives the same tokens, bit for bit"};
-  app.set_version_flag("--version", VERBATIM_VERSION);
+  // The build's commit beside the version: an operator can tell which build a server runs.
+  app.set_version_flag("--version", std::string(VERBATIM_VERSION) + " (commit " + verbatim::build_commit() + ")");
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
   for (auto& [order, setup] : verbatim::cli::registry()) {

@@ -1,7 +1,8 @@
-// The benchmark JSON says what it ran (issue 4: "GPU name, clocks, commit, every setting"): the
-// commit the binary came from, the environment's speed knobs, every prefill rep. Here through the
-// real binary on the CPU backend, where the GPU facts and the measured SM clock are null; on a GPU
-// the device scripts read them from the same fields.
+// The binary says what it is and what it ran: `--version` names the commit it was built from, and
+// the benchmark JSON (issue 4: "GPU name, clocks, commit, every setting") records that commit, the
+// environment's speed knobs and every prefill rep. Here through the real binary on the CPU backend,
+// where the GPU facts and the measured SM clock are null; on a GPU the device scripts read them
+// from the same fields.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -64,6 +65,18 @@ TEST(BenchJson, EngineBenchRecordsCommitSettingsAndEveryPrefillRep) {
   const json plain = engine_bench("env -u VERBATIM_GEMM_STREAM_STAGES", "bench-json-plain");
   ASSERT_TRUE(plain.is_object());
   EXPECT_FALSE(plain.at("environment").contains("VERBATIM_GEMM_STREAM_STAGES"));
+}
+
+TEST(BuildInfo, VersionNamesTheCommit) {
+  const std::string d = test::temp_dir("version");
+  const int st = std::system((test::binary() + " --version >" + d + "/out 2>&1").c_str());
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  std::ifstream in(d + "/out");
+  std::string line;
+  std::getline(in, line);
+  const std::string head = source_head();
+  EXPECT_EQ(line.rfind(VERBATIM_VERSION " (commit ", 0), 0u) << line;
+  EXPECT_NE(line.find(head.empty() ? "unknown" : head), std::string::npos) << line;
 }
 
 }  // namespace
