@@ -12,7 +12,6 @@
 #include <numeric>
 #include <random>
 #include <string>
-#include <cstdlib>
 #include <vector>
 
 #include "cli/commands.h"
@@ -160,8 +159,7 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
     be->allocate_kv(seq_blocks * max_b, bs);
     std::mt19937 rng(7);
     std::uniform_int_distribution<int32_t> tok(0, c.vocab_size - 1);
-    nlohmann::json out;
-    out = run_facts();
+    nlohmann::json out = run_facts();
     out["model"] = a->model;
     out["gpu"] = gpu_facts(a->device);
     out["config"] = {{"hidden_size", c.hidden_size}, {"intermediate_size", c.intermediate_size},

@@ -2,10 +2,10 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <string_view>
 
 #include "cli/build_info.h"
+#include "server/backend_factory.h"
 #ifdef VERBATIM_HAVE_CUDA
 #include "kernels/cuda/device_facts.h"
 #endif
@@ -15,9 +15,8 @@ extern char** environ;
 namespace verbatim::cli {
 
 int cuda_device_index(const std::string& device) {
-  if (device == "cuda") return 0;
-  if (device.rfind("cuda:", 0) != 0) return -1;
-  return std::atoi(device.c_str() + 5);
+  const server::DeviceSpec d = server::parse_device(device);
+  return d.kind == "cuda" ? d.index : -1;
 }
 
 nlohmann::json run_facts() {

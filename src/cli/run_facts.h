@@ -6,7 +6,7 @@
 
 namespace verbatim::cli {
 
-// "cuda" -> 0, "cuda:N" -> N; -1 for any other device.
+// "cuda" -> 0, "cuda:N" -> N, "cpu" -> -1; any other name throws server::parse_device's Error.
 int cuda_device_index(const std::string& device);
 
 // {"commit": build_commit(), "environment": every VERBATIM_*, CUDA_* and NCCL_* variable set}.
