@@ -422,6 +422,36 @@ TEST_F(ServerApi, IncludeUsageChunksCarryUsageNullUntilTheLast) {
   }
 }
 
+// vLLM's stream_options.continuous_usage_stats: every chunk carries its choice's usage so far,
+// growing to the final usage chunk's; a chat choice's opening role chunk counts no tokens.
+TEST_F(ServerApi, ContinuousUsageStatsPutUsageOnEveryChunk) {
+  for (const char* route : {"/v1/completions", "/v1/chat/completions"}) {
+    json b = {{"max_tokens", 5}, {"temperature", 0}, {"ignore_eos", true}, {"stream", true},
+              {"stream_options", {{"include_usage", true}, {"continuous_usage_stats", true}}}};
+    if (std::string(route) == "/v1/completions") b["prompt"] = "Hi there";
+    else b["messages"] = {{{"role", "user"}, {"content", "Hi there"}}};
+    auto s = post_stream(port(), route, b);
+    ASSERT_TRUE(s.done) << route;
+    ASSERT_GE(s.events.size(), 3u) << route;
+    const json& final_usage = s.events.back()["usage"];
+    ASSERT_TRUE(final_usage.is_object()) << route;
+    EXPECT_EQ(final_usage["completion_tokens"], 5) << route;
+    int64_t last = -1;
+    for (size_t i = 0; i + 1 < s.events.size(); ++i) {
+      const json& u = s.events[i]["usage"];
+      ASSERT_TRUE(u.is_object()) << route << " chunk " << i;
+      EXPECT_EQ(u["prompt_tokens"], final_usage["prompt_tokens"]) << route << " chunk " << i;
+      int64_t c = u["completion_tokens"];
+      EXPECT_GE(c, last) << route << " chunk " << i;
+      EXPECT_EQ(u["total_tokens"], u["prompt_tokens"].get<int64_t>() + c) << route;
+      last = c;
+    }
+    EXPECT_EQ(last, 5) << route << ": the last content chunk counts every token";
+    if (std::string(route) == "/v1/chat/completions") EXPECT_EQ(s.events[0]["usage"]["completion_tokens"], 0);
+    else EXPECT_GE(s.events[0]["usage"]["completion_tokens"], 1);
+  }
+}
+
 // A request that states no body length has none (RFC 9112): answered at once, not after the
 // read timeout (httplib would wait 30 s for a body), with the route's status.
 TEST_F(ServerApi, BodylessRequestsAreAnsweredAtOnce) {

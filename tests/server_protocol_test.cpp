@@ -3,6 +3,8 @@
 // Qwen3 tokenizer.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -71,6 +73,29 @@ TEST(Protocol, CompletionDefaultsAndLaxIntegers) {
   }
 }
 
+// Ranges are checked on the value sent, then narrowed to float keeping its meaning: a tiny top_p is
+// still > 0 (the top token only), a huge temperature is still finite; out-of-range values still fail.
+TEST(Protocol, SamplingValuesAreCheckedBeforeNarrowingToFloat) {
+  auto r = parse_completion_request(parse(R"({"prompt": "x", "top_p": 1e-300, "temperature": 1e300, "min_p": 1e-300})"),
+                                    SamplingDefaults{});
+  EXPECT_GT(r.params.top_p, 0.0f);
+  EXPECT_EQ(r.params.top_p, std::numeric_limits<float>::min());
+  EXPECT_TRUE(std::isfinite(r.params.temperature));
+  EXPECT_EQ(r.params.temperature, std::numeric_limits<float>::max());
+  EXPECT_GT(r.params.min_p, 0.0f);
+  auto plain = parse_completion_request(parse(R"({"prompt": "x", "top_p": 0.9, "temperature": 0.7})"), SamplingDefaults{});
+  EXPECT_EQ(plain.params.top_p, 0.9f);
+  EXPECT_EQ(plain.params.temperature, 0.7f);
+  for (const char* body : {R"({"prompt": "x", "top_p": 0})", R"({"prompt": "x", "top_p": 1.0000001})",
+                           R"({"prompt": "x", "temperature": -1e-300})", R"({"prompt": "x", "min_p": 1.0000001})"}) {
+    try {
+      parse_completion_request(parse(body), SamplingDefaults{});
+      ADD_FAILURE() << "accepted: " << body;
+    } catch (const InvalidRequest&) {
+    }
+  }
+}
+
 TEST(Protocol, ErrorsNameTheParam) {
   auto param_of = [](const std::string& body) {
     try {
@@ -90,7 +115,7 @@ TEST(Protocol, ErrorsNameTheParam) {
   for (const char* f : {R"("guided_choice": ["a", "b"])", R"("guided_json": {})", R"("prompt_logprobs": 1)",
                         R"("allowed_token_ids": [1])", R"("bad_words": ["x"])", R"("tool_choice": "required")",
                         R"("chat_template": "{{ x }}")", R"("truncate_prompt_tokens": 8)", R"("echo": true)",
-                        R"("priority": 1)", R"("return_tokens_as_token_ids": true)"}) {
+                        R"("priority": 1)", R"("return_tokens_as_token_ids": true)", R"("prompt_embeds": "AAAA")"}) {
     std::string name = std::string(f).substr(1, std::string(f).find('"', 1) - 1);
     EXPECT_EQ(param_of(std::string(R"({"messages": [{"role": "user", "content": "x"}], )") + f + "}"), name) << f;
   }

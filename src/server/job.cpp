@@ -128,9 +128,23 @@ json Job::response(const ResponseMeta& meta) const {
 }
 
 std::vector<json> Job::chunks(const ResponseMeta& meta, Choice& c, const ChoiceState::Delta& d) {
+  const bool opens = !c.started;
   std::vector<json> out = chunks_of(meta, c, d);
-  if (req_.include_usage)  // OpenAI: every chunk before the usage chunk carries "usage": null
+  if (!req_.include_usage) return out;
+  if (!req_.continuous_usage_stats) {  // OpenAI: every chunk before the usage chunk carries "usage": null
     for (json& j : out) j["usage"] = nullptr;
+    return out;
+  }
+  // vLLM's continuous_usage_stats: each chunk carries its choice's usage so far (its prompt, the
+  // tokens shown up to and including this chunk; a chat choice's opening role chunk shows none).
+  Usage u;
+  u.prompt_tokens = int64_t(prompts_[c.prompt].ids.size());
+  u.cached_tokens = c.state.num_cached_tokens();
+  const int64_t shown = echo_only_ ? 0 : int64_t(d.first_token + d.num_tokens);
+  for (size_t i = 0; i < out.size(); ++i) {
+    u.completion_tokens = opens && kind_ == Kind::Chat && i == 0 ? 0 : shown;
+    out[i]["usage"] = usage_json(u);
+  }
   return out;
 }
 

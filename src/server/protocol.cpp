@@ -74,6 +74,17 @@ double get_number(const json& body, const char* name, double dflt) {
   return d;
 }
 
+// A checked sampling value narrowed to the float the sampler runs on, keeping what it means: past
+// float's range it becomes the largest float (temperature 1e300 stays finite, not inf), and a
+// positive value below the smallest normal float becomes that (top_p 1e-300 stays > 0: the top
+// token only), never 0 or a denormal a GPU might flush.
+float narrow_sampling_value(double x) {
+  constexpr float kMax = std::numeric_limits<float>::max(), kMin = std::numeric_limits<float>::min();
+  if (x >= double(kMax)) return kMax;
+  if (x > 0 && x < double(kMin)) return kMin;
+  return float(x);
+}
+
 bool get_bool(const json& body, const char* name, bool dflt) {
   const json* v = field(body, name);
   if (!v) return dflt;
@@ -119,7 +130,7 @@ void reject_unsupported(const json& body) {
   // vLLM's extensions that change the output: refused unless absent, null or their neutral value.
   for (const char* name : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
                            "logits_processors", "truncate_prompt_tokens", "chat_template", "documents",
-                           "functions", "mm_processor_kwargs"})
+                           "functions", "mm_processor_kwargs", "prompt_embeds"})
     if (field(body, name)) bad(name, "is not supported by verbatim");
   for (const char* name : {"allowed_token_ids", "bad_words"})
     if (const json* v = field(body, name); v && !(v->is_array() && v->empty())) bad(name, "is not supported by verbatim");
@@ -203,15 +214,19 @@ void parse_generation(const json& body, const SamplingDefaults& d, GenerationReq
   reject_unsupported(body);
   r.model = get_string(body, "model");
   SamplingParams& p = r.params;
-  p.temperature = float(get_number(body, "temperature", d.temperature));
-  if (p.temperature < 0) bad("temperature", "must be >= 0 (got " + shown(body.at("temperature")) + ")");
-  p.top_p = float(get_number(body, "top_p", d.top_p));
-  if (!(p.top_p > 0 && p.top_p <= 1)) bad("top_p", "must be in (0, 1] (got " + shown(body.at("top_p")) + ")");
+  // Ranges are checked on the double the client sent, then narrowed (narrow_sampling_value).
+  double temperature = get_number(body, "temperature", d.temperature);
+  if (!(temperature >= 0)) bad("temperature", "must be >= 0 (got " + shown(body.at("temperature")) + ")");
+  p.temperature = narrow_sampling_value(temperature);
+  double top_p = get_number(body, "top_p", d.top_p);
+  if (!(top_p > 0 && top_p <= 1)) bad("top_p", "must be in (0, 1] (got " + shown(body.at("top_p")) + ")");
+  p.top_p = narrow_sampling_value(top_p);
   p.top_k = get_int(body, "top_k", d.top_k, -1, std::numeric_limits<int32_t>::max(),
                     "must be -1 (off), 0 (off) or a positive 32-bit integer");
   if (p.top_k < 0) p.top_k = 0;
-  p.min_p = float(get_number(body, "min_p", d.min_p));
-  if (!(p.min_p >= 0 && p.min_p <= 1)) bad("min_p", "must be in [0, 1] (got " + shown(body.at("min_p")) + ")");
+  double min_p = get_number(body, "min_p", d.min_p);
+  if (!(min_p >= 0 && min_p <= 1)) bad("min_p", "must be in [0, 1] (got " + shown(body.at("min_p")) + ")");
+  p.min_p = narrow_sampling_value(min_p);
   if (const json* s = field(body, "seed")) p.seed = uint64_t(as_int(*s, "seed"));  // negative seeds wrap, as in vLLM
   p.ignore_eos = get_bool(body, "ignore_eos", false);
   p.min_tokens = get_int(body, "min_tokens", 0, 0, std::numeric_limits<int32_t>::max(), "must be between 0 and 2147483647");
@@ -230,7 +245,7 @@ void parse_generation(const json& body, const SamplingDefaults& d, GenerationReq
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);
     if (!r.stream) bad("stream_options", "is only allowed when 'stream' is true");
     r.include_usage = get_bool(*so, "include_usage", false);
-    get_bool(*so, "continuous_usage_stats", false);  // type-checked; usage comes on the last chunk only
+    r.continuous_usage_stats = get_bool(*so, "continuous_usage_stats", false);
   }
   r.return_token_ids = get_bool(body, "return_token_ids", false);
   get_string(body, "user");  // accepted and ignored, as OpenAI documents it

@@ -44,6 +44,7 @@ struct GenerationRequest {
   bool skip_special_tokens = true;
   bool stream = false;
   bool include_usage = false;      // stream_options.include_usage
+  bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats: usage on every chunk too
   bool return_token_ids = false;
 };
 
