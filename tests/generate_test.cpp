@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "server_harness.h"
@@ -179,6 +181,38 @@ TEST(Generate, NoModelUsesTheEmbeddedDefault) {
   EXPECT_EQ(r.lines[0]["choices"][0]["token_ids"].size(), 5u) << "generate always shows token_ids";
   EXPECT_FALSE(r.lines[0]["choices"][0].contains("prompt_token_ids")) << "only with return_token_ids";
   EXPECT_EQ(r.lines[0]["usage"]["completion_tokens"], 5);
+}
+
+// A failed write (a full disk: /dev/full) or a failed read (stdin is a folder) is an error with a
+// non-zero exit, for generate and tokenize alike, not a silent success with the output lost.
+TEST(Generate, FailedOutputOrInputIsAnErrorNotSuccess) {
+  const std::string dir = temp_dir("generate-io");
+  {
+    std::ofstream(dir + "/gen.jsonl") << R"({"prompt": [1, 2, 3], "max_tokens": 2, "temperature": 0})" << "\n";
+    std::ofstream(dir + "/tok.jsonl") << "\"hello\"\n";
+  }
+  // cmd(command, stdin, stdout): the shell line, built with a stream (GCC 12's -Wrestrict misfires
+  // on chains of std::string + here).
+  auto cmd = [&](const char* command, const std::string& in, const std::string& out) {
+    std::ostringstream c;
+    c << "'" << binary() << "' " << command;
+    if (std::string(command) == "generate") c << " --model '" << fixture("qwen3-tiny-tied") << "'";
+    c << " < '" << in << "' > '" << out << "' 2> '" << dir << "/err.txt'";
+    const int status = std::system(c.str().c_str());
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir + "/err.txt"));
+  };
+  for (const char* command : {"generate", "tokenize"}) {
+    const std::string input = dir + (std::string(command) == "generate" ? "/gen.jsonl" : "/tok.jsonl");
+    auto [code, err] = cmd(command, input, "/dev/full");
+    EXPECT_EQ(code, 1) << command << "\n" << err;
+    EXPECT_NE(err.find("writing standard output failed"), std::string::npos) << command << "\n" << err;
+    std::tie(code, err) = cmd(command, dir, "/dev/null");
+    EXPECT_EQ(code, 1) << command << "\n" << err;
+    EXPECT_NE(err.find("reading standard input failed"), std::string::npos) << command << "\n" << err;
+    // The same command with a good stdin and stdout succeeds: the failures above are the I/O's.
+    std::tie(code, err) = cmd(command, input, "/dev/null");
+    EXPECT_EQ(code, 0) << command << "\n" << err;
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "server_harness.h"
+#include "support/client_process.h"
 
 namespace verbatim::test {
 namespace {
@@ -39,6 +40,19 @@ TEST(ServerLifecycle, StartupLinesAndStatusLine) {
   auto r = post(s.port(), "/v1/completions", long_stream(300));
   ASSERT_EQ(r.status, 200);
   EXPECT_TRUE(wait_for([&] { return s.log().find("status: ") != std::string::npos; }, 5)) << s.log();
+}
+
+// A second server on a port one already listens on fails to start (exit 1, one line), instead of
+// binding beside it through SO_REUSEPORT and taking half of its connections.
+TEST(ServerLifecycle, APortInUseIsRefused) {
+  ServerProcess first({model()});
+  CommandResult second = run_verbatim({"serve", model(), "--host", "127.0.0.1", "--port", std::to_string(first.port())},
+                                      60, temp_dir("port_in_use"));
+  EXPECT_FALSE(second.timed_out) << "the second server started and served";
+  EXPECT_EQ(second.code, 1) << second.err;
+  EXPECT_NE(second.err.find("cannot listen on http://127.0.0.1:" + std::to_string(first.port())), std::string::npos)
+      << second.err;
+  EXPECT_EQ(first.health(), 200);
 }
 
 // A KV cache smaller than one max_model_len request is said at startup, with what to change; such a

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/stdio_checks.h"
 #include "cli/validators.h"
 #include "core/error.h"
 #include "server/job.h"
@@ -86,6 +87,7 @@ int run_generate(const GenerateArgs& a) {
     }
     lines.push_back(std::move(line));
   }
+  check_stdin_read("generate");
 
   size_t next_out = 0;
   bool failed = false;
@@ -102,6 +104,7 @@ int run_generate(const GenerateArgs& a) {
         failed = true;
       }
       std::cout << out.dump(-1, ' ', false, json::error_handler_t::replace) << '\n' << std::flush;
+      check_stdout_written("generate");
       l.job.reset();
     }
   };

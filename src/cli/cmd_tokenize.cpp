@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/stdio_checks.h"
 #include "core/error.h"
 #include "core/paths.h"
 #include "tokenizer/tokenizer.h"
@@ -55,7 +56,9 @@ int run_tokenize(const std::string& dir) {
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fputc('\n', stdout);
     std::fflush(stdout);
+    check_stdout_written("tokenize");
   }
+  check_stdin_read("tokenize");
   if (bad) std::fprintf(stderr, "verbatim tokenize: %zu of %zu lines were not JSON strings\n", bad, line_no);
   return bad ? 1 : 0;
 }

@@ -312,6 +312,13 @@ int serve(const ServeOptions& o) {
   svr.set_write_timeout(30);
   // Stream chunks leave at once: without it a keep-alive client waits ~40 ms (delayed ACK) per answer.
   svr.set_tcp_nodelay(true);
+  // httplib's default sets SO_REUSEPORT, so a second server on a taken port would bind too and the
+  // kernel would split the connections between them (two models answering one URL). SO_REUSEADDR
+  // alone still allows a restart over the old socket's TIME_WAIT.
+  svr.set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   register_routes(svr, st);
 
   int port = o.port;
