@@ -483,6 +483,38 @@ TEST(ModelWeights, BadCheckpointsAreErrorsNamingFileAndTensor) {
   });
   EXPECT_HAS(error_of([&] { ModelWeights::load(d); }), d + "/model.safetensors: tensor 'lm_head.weight' is missing");
 
+  // A tensor the model would not read: config.json and the weights disagree, so refused (vLLM too).
+  d = edited_fixture("w-extra", "qwen3-tiny-tied", [&](auto& all) {
+    TensorData extra = find_in(all, qn);
+    extra.spec.name = "model.layers.0.self_attn.q_proj.bias";
+    all.push_back(extra);
+  });
+  EXPECT_HAS(error_of([&] { ModelWeights::load(d); }),
+             d + "/model.safetensors: tensor 'model.layers.0.self_attn.q_proj.bias' is not part of the model config.json describes");
+  {  // num_hidden_layers lowered below the checkpoint's layers: the last layer's tensors are left over
+    d = edited_fixture("w-fewer-layers", "qwen3-tiny-tied", [](auto&) {});
+    json cfg = tied_config();
+    const int layers = cfg["num_hidden_layers"];
+    cfg["num_hidden_layers"] = layers - 1;
+    write_text(d + "/config.json", cfg.dump());
+    EXPECT_HAS(error_of([&] { ModelWeights::load(d); }), "tensor 'model.layers." + std::to_string(layers - 1) + ".");
+    // ... and raised far past them: the first missing tensor, not an allocation of 10^8 layers.
+    cfg["num_hidden_layers"] = 100000000;
+    write_text(d + "/config.json", cfg.dump());
+    EXPECT_HAS(error_of([&] { ModelWeights::load(d); }),
+               "tensor 'model.layers." + std::to_string(layers) + ".input_layernorm.weight' is missing");
+  }
+  // The two known-harmless extras load: a tied model's lm_head.weight, old rotary inv_freq buffers.
+  d = edited_fixture("w-harmless", "qwen3-tiny-tied", [&](auto& all) {
+    TensorData lm = find_in(all, "model.embed_tokens.weight");
+    lm.spec.name = "lm_head.weight";
+    all.push_back(lm);
+    TensorData inv = find_in(all, qn);
+    inv.spec.name = "model.layers.0.self_attn.rotary_emb.inv_freq";
+    all.push_back(inv);
+  });
+  EXPECT_EQ(ModelWeights::load(d).digest(), ModelWeights::load(test::fixture("qwen3-tiny-tied")).digest());
+
   // Truncated: every cut point gives an Error, never a crash.
   std::string raw = read_text(test::fixture("qwen3-tiny-tied/model.safetensors"));
   d = temp_dir("w-trunc");
@@ -846,6 +878,13 @@ TEST(MakeModelCli, BadArgumentsFailWithOneLine) {
   EXPECT_NE(r.rc, 0);
   EXPECT_HAS(r.err, "unknown --dtype 'int4'");
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+  // 0 would silently mean the default std; negative, hex or overflowing shard sizes were taken.
+  for (const char* bad : {"--init-std 0", "--max-shard-bytes=-5000000", "--max-shard-bytes 99999999999999999999",
+                          "--max-shard-bytes 0x100000", "--max-shard-bytes 0"}) {
+    r = run_binary(std::string("make-model --arch tiny ") + bad + " --out " + d + "/m", "cli-bad-run3");
+    EXPECT_NE(r.rc, 0) << bad;
+    EXPECT_FALSE(fs::exists(d + "/m")) << bad;
+  }
 }
 
 }  // namespace

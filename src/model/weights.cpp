@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <string>
+#include <vector>
 #include <thread>
 
 #include "core/error.h"
@@ -40,6 +42,27 @@ WeightRef bind_weight(const Checkpoint& ck, const ModelConfig& cfg, const std::s
   return w;
 }
 
+// A tensor the model does not read means config.json and the weights disagree (a layer count
+// lowered, a bias the architecture lacks): refused, as vLLM does, never run as another model.
+// Two are known to be harmless: a tied model's stored lm_head.weight (HF ties over it) and old
+// checkpoints' rotary inv_freq buffers (recomputed from rope_theta).
+void refuse_unused_tensors(const ModelWeights& m) {
+  std::vector<std::string> used;
+  for (const WeightRef* w : m.tensors()) used.push_back(w->name);
+  std::sort(used.begin(), used.end());
+  auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  for (const std::string& name : m.checkpoint->names()) {
+    if (std::binary_search(used.begin(), used.end(), name)) continue;
+    if (name == "lm_head.weight" && m.config.tie_word_embeddings) continue;
+    if (ends_with(name, ".rotary_emb.inv_freq")) continue;
+    throw Error(m.checkpoint->file_for(name) + ": tensor '" + name + "' is not part of the model config.json describes (" +
+                std::to_string(m.config.num_layers) + " layers" + (m.config.tie_word_embeddings ? ", tied embeddings" : "") +
+                "); config.json and the weights disagree");
+  }
+}
+
 }  // namespace
 
 ModelWeights ModelWeights::load(const std::string& dir) {
@@ -52,10 +75,11 @@ ModelWeights ModelWeights::load(const std::string& dir) {
   const int64_t hidden = c.hidden_size, inter = c.intermediate_size, hd = c.head_dim;
   const int64_t q_width = int64_t(c.num_heads) * hd, kv_width = int64_t(c.num_kv_heads) * hd;
   m.embed = bind_weight(ck, c, "model.embed_tokens.weight", c.vocab_size, hidden);
-  m.layers.resize(size_t(c.num_layers));
+  // Grown layer by layer, so a num_hidden_layers far past the checkpoint's fails on the first
+  // missing tensor, not on allocating the vector.
   for (int i = 0; i < c.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    LayerWeights& L = m.layers[size_t(i)];
+    LayerWeights& L = m.layers.emplace_back();
     L.input_norm = bind_weight(ck, c, p + "input_layernorm.weight", 0, hidden);
     L.q_proj = bind_weight(ck, c, p + "self_attn.q_proj.weight", q_width, hidden);
     L.k_proj = bind_weight(ck, c, p + "self_attn.k_proj.weight", kv_width, hidden);
@@ -72,8 +96,10 @@ ModelWeights ModelWeights::load(const std::string& dir) {
   // Tied (HF): the output projection is the embedding and lm_head.weight is not stored (if a
   // file stores one anyway, HF ties over it, so we ignore it too). Untied: lm_head.weight is required.
   m.lm_head = c.tie_word_embeddings ? m.embed : bind_weight(ck, c, "lm_head.weight", c.vocab_size, hidden);
+  refuse_unused_tensors(m);
   return m;
 }
+
 
 std::vector<const WeightRef*> ModelWeights::tensors() const {
   std::vector<const WeightRef*> out{&embed};
