@@ -211,6 +211,26 @@ TEST(Check, RecordThenAgainstSaysWhatChanged) {
   EXPECT_NE(line.find("8 of 8"), std::string::npos) << r.out;
   EXPECT_NE(line.find("changed since the record"), std::string::npos) << line;
   EXPECT_NE(line.find("noisy-1 -> noisy-9"), std::string::npos) << line;
+
+  // An edited record fails with exit 2 and a line naming the field, before any request is sent.
+  struct Edit {
+    const char* pointer;
+    json value;
+    const char* want;
+  };
+  for (const Edit& e : {Edit{"/sampling/max_tokens", 1e15, "sampling.max_tokens"},
+                        Edit{"/sampling/max_tokens", "abc", "sampling.max_tokens"},
+                        Edit{"/sampling/temperature", -1, "sampling.temperature"},
+                        Edit{"/sampling/chat", "yes", "sampling.chat"}, Edit{"/prompts", json::array(), "holds no prompts"}}) {
+    json edited = j;
+    edited[json::json_pointer(e.pointer)] = e.value;
+    if (std::string(e.pointer) == "/prompts") edited["outputs"] = json::array();
+    std::ofstream(dir + "/edited.json") << edited.dump();
+    r = run_verbatim({"check", "--url", before.url(), "--against", dir + "/edited.json"}, 60, dir);
+    EXPECT_EQ(r.code, 2) << e.pointer << "\n" << r.err;
+    EXPECT_NE(r.err.find(e.want), std::string::npos) << e.pointer << "\n" << r.err;
+    EXPECT_EQ(r.err.find("unexpected"), std::string::npos) << r.err;
+  }
 }
 
 TEST(Check, PromptFileWithTextTokenIdsAndChatMessages) {
@@ -333,6 +353,13 @@ TEST(CliOptions, NonFiniteAndOutOfRangeValuesAreOneLineErrors) {
       {{"spec-bench", "--model", dir, "--workloads", "bogus"}, "--workloads"},
       {{"engine-bench", "--model", dir, "--batches", "0,1"}, "--batches"},
       {{"engine-bench", "--model", dir, "--steps", "0"}, "--steps"},
+      {{"dump-logits", "--model", dir, "--prompts", dir + "/p.json", "--out", dir + "/o.safetensors", "--greedy", "-3"},
+       "--greedy"},
+      {{"serve", "--port", "0", "--max-model-len", "0x100"}, "--max-model-len"},
+      {{"generate", "--max-model-len", "0"}, "--max-model-len"},
+      // Positions past the model's max_position_embeddings (the fixture's 4,096), checked once loaded.
+      {{"engine-bench", "--model", fixture("qwen3-tiny-tied"), "--device", "cpu", "--context", "5000", "--prefill", "0"},
+       "max_position_embeddings of 4096"},
       // Seeds are plain decimal integers that fit: never saturated, wrapped or read as hex.
       {{"make-model", "--arch", "tiny", "--out", dir + "/m", "--seed", "-1"}, "--seed"},
       {{"make-model", "--arch", "tiny", "--out", dir + "/m", "--seed", "18446744073709551616"}, "--seed"},

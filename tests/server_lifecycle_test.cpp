@@ -55,6 +55,17 @@ TEST(ServerLifecycle, APortInUseIsRefused) {
   EXPECT_EQ(first.health(), 200);
 }
 
+// MODEL_DIR and --model naming two folders: refused before anything loads (one would be unused);
+// naming the same folder twice is fine.
+TEST(ServerLifecycle, TwoModelFoldersAreRefused) {
+  CommandResult r = run_verbatim({"serve", model(), "--model", fixture("qwen3-tiny-untied"), "--port", "0"}, 60,
+                                 temp_dir("two_models"));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("name two folders; give the model once"), std::string::npos) << r.err;
+  ServerProcess same({model(), "--model", model()});
+  EXPECT_EQ(same.health(), 200);
+}
+
 // A KV cache smaller than one max_model_len request is said at startup, with what to change; such a
 // request then gets the 400 the warning promised.
 TEST(ServerLifecycle, KvCacheSmallerThanMaxModelLenIsWarnedAtStartup) {

@@ -122,6 +122,14 @@ std::vector<std::vector<int32_t>> read_prompt_ids(std::istream& in, const std::s
   return out;
 }
 
+// Positions past the model's max_position_embeddings are refused, as the engine refuses requests
+// past max_model_len (engine-bench and dump-logits drive the backend without the engine).
+void check_positions(const ModelConfig& c, size_t positions, const char* what) {
+  if (c.max_position_embeddings > 0 && positions > size_t(c.max_position_embeddings))
+    throw Error(std::string(what) + " needs " + std::to_string(positions) + " positions, more than the model's " +
+                "max_position_embeddings of " + std::to_string(c.max_position_embeddings));
+}
+
 const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* sub = app.add_subcommand("engine-bench", "Time decode steps and prefill of one backend (no HTTP)");
@@ -153,6 +161,7 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
     [[maybe_unused]] const size_t used_before = device_used_bytes(a->device);
     auto be = server::make_backend(a->device, a->model, dt, bo);
     const ModelConfig& c = be->config();
+    check_positions(c, size_t(std::max(a->context + a->steps + a->warmup, a->prefill)), "--context + --steps (or --prefill)");
     const int max_b = *std::max_element(a->batches.begin(), a->batches.end());
     const int bs = 16;
     const int seq_blocks = (std::max(a->context + a->steps + a->warmup + 2, a->prefill + 1) + bs - 1) / bs;
@@ -304,7 +313,9 @@ const Registrar dump_reg(81, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--dtype", a->dtype, "auto | bfloat16 | float16 | float32")->capture_default_str();
   sub->add_option("--mode", a->mode, "contract | fast")->capture_default_str();
   sub->add_option("--prompts", a->prompts, "JSON file: a list of lists of token ids")->required();
-  sub->add_option("--greedy", a->greedy, "Also generate this many greedy tokens per prompt")->capture_default_str();
+  sub->add_option("--greedy", a->greedy, "Also generate this many greedy tokens per prompt")
+      ->capture_default_str()
+      ->check(at_least(0, 1 << 20));
   sub->add_option("--out", a->out, "Output .safetensors (p<i>.logits [len, vocab] fp32, p<i>.greedy int32)")->required();
   sub->add_option("--tensor-parallel-size", a->tensor_parallel_size, "cuda: GPUs (1, 2, 4, 8), one thread each")
       ->capture_default_str();
@@ -325,6 +336,7 @@ const Registrar dump_reg(81, [](CLI::App& app) -> std::function<int()> {
                       ", outside the vocabulary of " + std::to_string(V));
     size_t longest = 0;
     for (const auto& p : prompts) longest = std::max(longest, p.size());
+    check_positions(be->config(), longest + size_t(a->greedy), "the longest prompt + --greedy");
     const int blocks = int((longest + size_t(a->greedy) + bs) / bs) + 1;
     be->allocate_kv(blocks, bs);
     std::vector<TensorData> tensors;

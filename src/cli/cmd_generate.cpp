@@ -144,7 +144,7 @@ Registrar reg(20, [](CLI::App& app) -> std::function<int()> {
                   "cuda: GPUs from cuda:N on (1, 2, 4, 8), one thread each; the same bits at every size")
       ->capture_default_str();
   sub->add_option("--seed", a->seed, "Seed of requests that name none")->capture_default_str()->check(decimal_seed<uint64_t>());
-  sub->add_option("--max-model-len", a->max_model_len, "Context length (default: the model's)");
+  sub->add_option("--max-model-len", a->max_model_len, "Context length (default: the model's)")->check(at_least(1, 1 << 24));
   sub->add_option("--max-num-batched-tokens", a->max_num_batched_tokens, "Tokens per engine step")
       ->capture_default_str();
   sub->add_option("--speculative", a->speculative, "none | ngram: drafts copied from the sequence's own text")

@@ -32,9 +32,11 @@ const Registrar reg(50, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--dtype", a->dtype, "bfloat16 | float16 | float32 (default bfloat16)");
   sub->add_option("--out", a->out, "Output folder (created; its old weight files are replaced)")->required();
   sub->add_option("--tokenizer", a->tokenizer, "Folder with tokenizer.json to copy (default: the installed Qwen3 tokenizer)");
-  sub->add_option("--max-shard-bytes", a->max_shard_bytes, "Shard the weights past this many bytes (default 4 GiB)");
+  sub->add_option("--max-shard-bytes", a->max_shard_bytes, "Shard the weights past this many bytes (default 4 GiB)")
+      ->check(at_least(1, 1LL << 50));
+  // 0 would mean "the arch's default" below (MakeModelOptions::init_std), so it is refused, not taken.
   sub->add_option("--init-std", a->init_std, "Std of the random linear/embedding weights (default: 0.05, tiny 0.1)")
-      ->check(finite_range(0.0, 1e3));
+      ->check(finite_range(0.0, 1e3, /*low_open=*/true));
   return [a]() -> int {
     MakeModelOptions o;
     o.arch = a->arch;

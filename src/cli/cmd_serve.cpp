@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/validators.h"
+#include "core/error.h"
 #include "server/backend_factory.h"
 #include "server/server.h"
 
@@ -15,7 +16,8 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
   auto& rt = o->runtime;
   auto& e = rt.engine;
   CLI::App* sub = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
-  sub->add_option("model_dir", rt.model_dir, "Checkpoint folder (default: the embedded default model)");
+  auto positional_dir = std::make_shared<std::string>();
+  sub->add_option("model_dir", *positional_dir, "Checkpoint folder (default: the embedded default model)");
   sub->add_option("--model", rt.model_dir, "Same as MODEL_DIR");
   sub->add_option("--host", o->host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o->port, "Port (0: any free port, printed at startup)")
@@ -34,7 +36,7 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
                   "cuda: GPUs from cuda:N on (1, 2, 4, 8), one thread each; the same bits at every size")
       ->capture_default_str();
   sub->add_option("--max-model-len", e.max_model_len, "Context length (default: the model's)")
-      ->check(CLI::Range(1, 1 << 24));
+      ->check(at_least(1, 1 << 24));
   sub->add_option("--max-num-seqs", e.max_num_seqs, "Most sequences in one step")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
@@ -73,7 +75,14 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
       ->capture_default_str();
   sub->add_option("--ngram-min", e.ngram_min, "Shortest n-gram looked up for drafts")->check(CLI::Range(1, 64))->capture_default_str();
   sub->add_option("--ngram-max", e.ngram_max, "Longest n-gram looked up for drafts")->check(CLI::Range(1, 64))->capture_default_str();
-  return [o] {
+  return [o, positional_dir] {
+    // Both spellings naming two folders would leave one silently unused: refused.
+    if (!positional_dir->empty()) {
+      if (!o->runtime.model_dir.empty() && o->runtime.model_dir != *positional_dir)
+        throw Error("serve: MODEL_DIR '" + *positional_dir + "' and --model '" + o->runtime.model_dir +
+                    "' name two folders; give the model once");
+      o->runtime.model_dir = *positional_dir;
+    }
     // Refuse --device/--mode/--gpu-memory-utilization values that cannot work before listening.
     server::validate_backend_options(server::parse_device(o->runtime.device), o->runtime.backend);
     if (o->api_key.empty())

@@ -15,17 +15,18 @@
 
 namespace verbatim::cli {
 
-inline CLI::Validator finite_range(double lo, double hi) {
+// low_open: lo itself is refused, i.e. (lo, hi].
+inline CLI::Validator finite_range(double lo, double hi, bool low_open = false) {
   std::ostringstream desc;
-  desc << "FLOAT in [" << lo << ", " << hi << "]";
+  desc << "FLOAT in " << (low_open ? "(" : "[") << lo << ", " << hi << "]";
   return CLI::Validator(
-      [lo, hi](std::string& s) -> std::string {
+      [lo, hi, low_open](std::string& s) -> std::string {
         double v = 0;
         std::istringstream in(s);
         const bool parsed = (in >> v) && (in >> std::ws).eof();
-        if (!parsed || !std::isfinite(v) || v < lo || v > hi) {
+        if (!parsed || !std::isfinite(v) || v < lo || (low_open && v == lo) || v > hi) {
           std::ostringstream m;
-          m << "must be a finite number in [" << lo << ", " << hi << "], got '" << s << "'";
+          m << "must be a finite number in " << (low_open ? "(" : "[") << lo << ", " << hi << "], got '" << s << "'";
           return m.str();
         }
         return {};

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <limits>
 #include <memory>
 #include <set>
 
@@ -414,20 +415,38 @@ void apply_record(const json& rec, const std::string& file, CheckOptions& o) {
   auto bad = [&](const std::string& why) { return Error("record " + file + " " + why + " (make one with --record)"); };
   if (!rec.is_object() || rec.value("format", std::string()) != "verbatim-check-record") throw bad("is not a check record");
   if (!rec.contains("prompts") || !rec["prompts"].is_array() || !rec.contains("outputs") || !rec["outputs"].is_array() ||
-      rec["prompts"].size() != rec["outputs"].size() || rec["prompts"].empty())
+      rec["prompts"].size() != rec["outputs"].size())
     throw bad("needs as many \"outputs\" as \"prompts\"");
+  if (rec["prompts"].empty()) throw bad("holds no prompts");
   o.prompts.clear();
   for (size_t i = 0; i < rec["prompts"].size(); ++i)
     o.prompts.push_back(prompt_from_json(rec["prompts"][i], file + ": prompt " + std::to_string(i)));
   if (rec.contains("sampling") && rec["sampling"].is_object()) {
     const json& s = rec["sampling"];
-    o.sampling.max_tokens = s.value("max_tokens", o.sampling.max_tokens);
-    o.sampling.temperature = s.value("temperature", o.sampling.temperature);
+    // Each field typed and ranged as the options are: an edited record fails here, naming the
+    // field, rather than sending a wrapped value or stopping on a JSON type error.
+    auto boolean = [&](const char* name) {
+      if (!s.contains(name)) return false;
+      if (!s[name].is_boolean()) throw bad("has sampling." + std::string(name) + " " + s[name].dump() + ", not true or false");
+      return s[name].get<bool>();
+    };
+    if (s.contains("max_tokens")) {
+      const json& m = s["max_tokens"];
+      if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > std::numeric_limits<int32_t>::max())
+        throw bad("has sampling.max_tokens " + m.dump() + ", not an integer in [1, 2147483647]");
+      o.sampling.max_tokens = int(m.get<int64_t>());
+    }
+    if (s.contains("temperature")) {
+      const json& t = s["temperature"];
+      if (!t.is_number() || !(t.get<double>() >= 0) || !std::isfinite(t.get<double>()))
+        throw bad("has sampling.temperature " + t.dump() + ", not a finite number >= 0");
+      o.sampling.temperature = t.get<double>();
+    }
     if (s.contains("seed") && s["seed"].is_number_integer()) o.sampling.seed = s["seed"].get<int64_t>();
     else o.sampling.seed.reset();
-    o.sampling.chat = s.value("chat", false);
-    o.sampling.ignore_eos = s.value("ignore_eos", false);
-    o.sampling.echo = s.value("echo", false);
+    o.sampling.chat = boolean("chat");
+    o.sampling.ignore_eos = boolean("ignore_eos");
+    o.sampling.echo = boolean("echo");
   }
   o.prompt_source = "from " + file;
   o.against = rec;
