@@ -34,6 +34,16 @@ TEST(BackendOptions, FactoryRefusesFastOnCpuUnknownModesAndSharesOutsideZeroToOn
   o.gpu_memory_utilization = 0.05;
   EXPECT_EQ(error_of(cpu, o), "");
 
+  o.tp_reduce = "bogus";  // refused on every device, not only where TP > 1 would read it
+  EXPECT_NE(error_of(cpu, o).find("--tp-reduce bogus: expected allgather or allreduce"), std::string::npos);
+  o.tp_reduce = "allreduce";
+  EXPECT_EQ(error_of(cpu, o), "");
+  o.tp_reduce = "allgather";
+#ifdef VERBATIM_HAVE_CUDA
+  for (const char* bad : {"cuda:", "cuda:x", "cuda:-1", "cuda:1234"})  // "cuda:" was taken as cuda
+    EXPECT_THROW(server::parse_device(bad), Error) << bad;
+#endif
+
   o.kernels = "fast";
   EXPECT_NE(error_of(cpu, o).find("--mode fast: only --device cuda"), std::string::npos) << error_of(cpu, o);
   o.kernels = "turbo";

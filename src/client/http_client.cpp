@@ -71,7 +71,8 @@ ClientError transport_error(const Url& url, const std::string& what, httplib::Er
                                " s" + where + "; raise --timeout if the server is only slow");
       return ClientError(FailureKind::Disconnected, 0,
                          "the server at " + url.text() + " closed the connection" + where +
-                             " without a complete answer: did it stop or crash? (" + httplib::to_string(err) + ")");
+                             " without a complete, well-formed HTTP answer: did it stop or crash, or is it not an "
+                             "HTTP server? (" + httplib::to_string(err) + ")");
   }
 }
 

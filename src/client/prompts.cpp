@@ -1,5 +1,6 @@
 #include "client/prompts.h"
 
+#include <filesystem>
 #include <fstream>
 
 #include "core/hash.h"
@@ -102,6 +103,7 @@ std::vector<Prompt> load_prompts_jsonl(const std::string& path) {
     }
     out.push_back(prompt_from_json(j, where));
   }
+  if (in.bad()) throw Error("cannot read prompts file " + path + (std::filesystem::is_directory(path) ? ": it is a folder" : ""));
   if (out.empty()) throw Error("prompts file " + path + " holds no prompts");
   return out;
 }

@@ -23,7 +23,7 @@ DeviceSpec parse_device(const std::string& device) {
     throw Error("--device " + device + ": this verbatim was built without CUDA (nvcc was not found at build time)");
 #endif
     d.kind = "cuda";
-    if (device.size() > 5) {
+    if (device != "cuda") {  // "cuda:N": the number is required
       std::string idx = device.substr(5);
       if (idx.empty() || idx.size() > 3 || idx.find_first_not_of("0123456789") != std::string::npos)
         throw Error("--device " + device + ": expected cuda or cuda:N");
@@ -52,6 +52,8 @@ void validate_backend_options(const DeviceSpec& d, const BackendOptions& options
   // report the contract's cost as zero.
   if (d.kind == "cpu" && options.kernels == "fast")
     throw Error("--mode fast: only --device cuda has fast kernels (the CPU backend always obeys the contract)");
+  if (options.tp_reduce != "allgather" && options.tp_reduce != "allreduce")
+    throw Error("--tp-reduce " + options.tp_reduce + ": expected allgather or allreduce");
   if (options.tensor_parallel_size < 1)
     throw Error("--tensor-parallel-size " + std::to_string(options.tensor_parallel_size) + ": expected 1, 2, 4 or 8");
   if (options.tensor_parallel_size != 1 && d.kind != "cuda")
