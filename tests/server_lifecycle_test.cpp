@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "server_harness.h"
 #include "support/client_process.h"
@@ -64,6 +66,64 @@ TEST(ServerLifecycle, TwoModelFoldersAreRefused) {
   EXPECT_NE(r.err.find("name two folders; give the model once"), std::string::npos) << r.err;
   ServerProcess same({model(), "--model", model()});
   EXPECT_EQ(same.health(), 200);
+}
+
+// The access log: a line per answered request once its last byte has gone, with the generation's
+// id, tokens and finish, the client's X-Request-Id (also echoed on the answer) and a refusal's
+// message; health checks and scrapes leave no line; --disable-access-log leaves none at all.
+TEST(ServerLifecycle, AccessLogHasALinePerRequest) {
+  ServerProcess s({model()});
+  httplib::Client c("127.0.0.1", s.port());
+  c.set_read_timeout(120);
+  const json body = {{"prompt", {1, 2, 3}}, {"max_tokens", 4}, {"temperature", 0}, {"ignore_eos", true}};
+  auto r = c.Post("/v1/completions", {{"X-Request-Id", "eval-run-7/q12"}}, body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("X-Request-Id"), "eval-run-7/q12");
+  const std::string id = json::parse(r->body)["id"];
+  json streamed = body;
+  streamed["stream"] = true;
+  streamed["n"] = 2;
+  ASSERT_EQ(post(s.port(), "/v1/completions", streamed).status, 200);
+  EXPECT_EQ(post(s.port(), "/v1/completions", {{"prompt", "x"}, {"top_p", 7}}).status, 400);
+  EXPECT_EQ(get(s.port(), "/health").status, 200);
+  EXPECT_EQ(get(s.port(), "/metrics").status, 200);
+  EXPECT_EQ(get(s.port(), "/version").status, 200);
+  auto lines_with = [&](const std::string& what) {
+    std::vector<std::string> out;
+    std::istringstream in(s.log());
+    for (std::string l; std::getline(in, l);)
+      if (l.find(what) != std::string::npos) out.push_back(l);
+    return out;
+  };
+  // A line is written after its answer's last byte, on that request's own HTTP thread: wait for
+  // all of them, and find each by its content (the threads may write them in another order).
+  ASSERT_TRUE(wait_for([&] { return lines_with("\"POST /v1/completions\"").size() == 3 &&
+                                    !lines_with("\"GET /version\" 200").empty(); }, 10))
+      << s.log();
+  auto one = [&](const std::string& what) {
+    auto l = lines_with(what);
+    EXPECT_EQ(l.size(), 1u) << what << "\n" << s.log();
+    return l.empty() ? std::string() : l[0];
+  };
+  const std::string plain = one(" " + id + " ");
+  EXPECT_NE(plain.find("127.0.0.1:"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("\"POST /v1/completions\" 200 "), std::string::npos) << plain;
+  EXPECT_NE(plain.find(" ms " + id + " prompt 3 completion 4 finish length x-request-id eval-run-7/q12"), std::string::npos)
+      << plain;
+  one(" stream prompt 3 completion 8 finish length");
+  const std::string refused = one("\"POST /v1/completions\" 400 ");
+  EXPECT_NE(refused.find("error \"'top_p' must be in (0, 1]"), std::string::npos) << refused;
+  // (A 503 from /health while the model loads is logged: the harness may have polled one.)
+  EXPECT_TRUE(lines_with("\"GET /health\" 200").empty()) << "probes are not logged\n" << s.log();
+  EXPECT_TRUE(lines_with("\"GET /metrics\" 200").empty()) << s.log();
+
+  ServerProcess quiet({model(), "--disable-access-log"});
+  EXPECT_EQ(post(quiet.port(), "/v1/completions", body).status, 200);
+  EXPECT_EQ(get(quiet.port(), "/version").status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(quiet.log().find("\"POST /v1/completions\""), std::string::npos) << quiet.log();
+  EXPECT_EQ(quiet.log().find("\"GET /version\""), std::string::npos) << quiet.log();
 }
 
 // A KV cache smaller than one max_model_len request is said at startup, with what to change; such a

@@ -64,6 +64,8 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
                   "auto: sampling defaults from generation_config.json; vllm: OpenAI's defaults")
       ->check(CLI::IsMember({"auto", "vllm"}))
       ->capture_default_str();
+  sub->add_flag("!--disable-access-log,!--disable-uvicorn-access-log", o->access_log,
+                "No line per answered request (the access log; health checks and scrapes are never logged)");
   sub->add_option("--status-interval", o->status_interval_s, "Seconds between status lines while busy (0: off)")
       ->capture_default_str()
       ->check(finite_range(0.0, 86400.0));

@@ -4,13 +4,17 @@
 // the HTTP thread, so the engine thread never waits for a client.
 #include <httplib.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
+#include "server/access_log.h"
 #include "server/job.h"
 #include "server/peer_watch.h"
 #include "server/server_state.h"
@@ -136,6 +140,26 @@ class GenerationRun {
   std::string error_;
 };
 
+// What the access log says of this request (access_log.h): id, tokens, the choices' finishes.
+GenerationNote access_note_of(GenerationRun& run, bool client_gone) {
+  GenerationNote n;
+  n.id = run.meta().id;
+  const Usage u = run.job().usage();
+  n.prompt_tokens = u.prompt_tokens;
+  n.completion_tokens = u.completion_tokens;
+  n.cached_tokens = u.cached_tokens;
+  n.stream = run.job().request().stream;
+  n.client_gone = client_gone;
+  std::vector<std::string> seen;
+  for (const auto& c : run.job().choices()) {
+    const char* r = run.job().shown_finish_reason(c);
+    std::string reason = r ? r : "abort";
+    if (std::find(seen.begin(), seen.end(), reason) == seen.end()) seen.push_back(reason);
+  }
+  for (const auto& r : seen) n.finish += (n.finish.empty() ? "" : "+") + r;
+  return n;
+}
+
 }  // namespace
 
 void handle_generation(ServerState& st, const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -161,9 +185,11 @@ void handle_generation(ServerState& st, const httplib::Request& req, httplib::Re
     while (!run->done()) {
       if (run->pump(nullptr) == GenerationRun::Pump::Gone) {
         run->abort_unfinished();  // nobody will read the answer
+        access_note(access_note_of(*run, true));
         return;
       }
     }
+    access_note(access_note_of(*run, false));
     if (!run->error().empty()) throw HttpError(500, "the engine failed this request: " + run->error());
     send_json(res, run->job().response(run->meta()));
     return;
@@ -178,17 +204,23 @@ void handle_generation(ServerState& st, const httplib::Request& req, httplib::Re
         if (*closed) return false;
         std::vector<std::string> events;
         auto r = run->pump(&events);
+        // The content provider runs on the request's HTTP thread, where the access log reads the note.
+        auto gone = [&run] {
+          access_note(access_note_of(*run, true));
+          return false;  // cancel: the releaser below aborts what still runs
+        };
         for (const auto& e : events)
-          if (!sink.write(e.data(), e.size())) return false;  // the client is gone: cancel
-        if (r == GenerationRun::Pump::Gone) return false;
+          if (!sink.write(e.data(), e.size())) return gone();
+        if (r == GenerationRun::Pump::Gone) return gone();
         if (run->done()) {
+          access_note(access_note_of(*run, false));
           std::string tail;
           if (!run->error().empty())
             tail += GenerationRun::event(error_json(500, "the engine failed this request: " + run->error()));
           if (run->job().request().include_usage)
             tail += GenerationRun::event(usage_chunk(run->meta(), run->job().chunk_object(), run->job().usage()));
           tail += "data: [DONE]\n\n";
-          if (!sink.write(tail.data(), tail.size())) return false;
+          if (!sink.write(tail.data(), tail.size())) return gone();
           *closed = true;
           sink.done();
         }

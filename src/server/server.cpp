@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "model/config.h"
+#include "server/access_log.h"
 #include "server/auth.h"
 #include "server/connection_pool.h"
 #include "server/server_state.h"
@@ -152,6 +153,11 @@ void register_routes(HttpServer& svr, ServerState& st) {
   // changes server state); health, metrics, version and tokenization stay open.
   svr.set_pre_routing_handler([&st, posts](const httplib::Request& req, httplib::Response& res) {
     using HR = httplib::Server::HandlerResponse;
+    access_begin();
+    // A client's X-Request-Id comes back on the answer (as vLLM's --enable-request-id-headers)
+    // and in the access log, so its logs and ours join on it.
+    if (std::string id = sanitize_request_id(req.get_header_value("X-Request-Id")); !id.empty())
+      res.set_header("X-Request-Id", id);
     const std::string& key = st.opts.api_key;
     if (!key.empty() && (req.path.rfind("/v1/", 0) == 0 || req.path == "/reset_prefix_cache") &&
         !constant_time_equal(req.get_header_value("Authorization"), "Bearer " + key)) {
@@ -195,6 +201,27 @@ void register_routes(HttpServer& svr, ServerState& st) {
   svr.set_exception_handler([&st](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     send_error(st, res, 500, "internal error");
   });
+  if (st.opts.access_log)
+    svr.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+      AccessTaken t = access_take();  // always taken: it also clears this thread's state
+      if (is_probe(req.method, req.path, res.status)) return;
+      AccessRecord r;
+      r.client = (req.remote_addr.find(':') != std::string::npos ? "[" + req.remote_addr + "]" : req.remote_addr) + ":" +
+                 std::to_string(req.remote_port);
+      r.method = req.method;
+      r.path = req.path;
+      r.status = res.status;
+      r.ms = t.ms;
+      r.generation = std::move(t.generation);
+      r.request_id = sanitize_request_id(req.get_header_value("X-Request-Id"));
+      if (res.status >= 400) {
+        json j = json::parse(res.body, nullptr, false);
+        if (j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message") &&
+            j["error"]["message"].is_string())
+          r.error = j["error"]["message"].get<std::string>();
+      }
+      log_line(access_line(r));
+    });
 }
 
 // One line every interval while there is work: what runs, what waits, KV use, prefix hits, speed.

@@ -15,6 +15,7 @@ struct ServeOptions {
   std::string api_key;              // "": no auth; else /v1/* need "Authorization: Bearer KEY"
   double status_interval_s = 10.0;  // the one-line status while busy
   int http_threads = 0;             // most connections served at once (0: max_num_seqs + max_waiting + 64)
+  bool access_log = true;           // a line per answered request (server/access_log.h)
 };
 
 // Blocks until a signal stops the server; returns the process exit code.
