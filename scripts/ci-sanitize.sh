@@ -36,7 +36,7 @@ ASAN_TESTS=(tokenizer_test stream_decoder_test chat_template_test tokenize_cli_t
   invariance_cpu_test tp_sim_test spec_decode_test
   oracle_tokenizer_test oracle_chat_template_test server_api_test server_protocol_test server_lifecycle_test
   server_invariance_test spec_decode_server_test generate_test client_openai_test check_test bench_test
-  reliability_load_test reliability_security_test connection_pool_test)
+  reliability_load_test reliability_security_test connection_pool_test access_log_test)
 ASAN_PLAIN=(replay_safetensors replay_model_dir replay_checkpoint_index replay_tokenizer_encode
   replay_tokenizer_decode replay_chat_template replay_protocol replay_generation_config)
 # TSan: the engine and scheduler tests, the server tests whose engine thread runs beside the
