@@ -189,6 +189,51 @@ TEST(AsyncEngine, BoundedQueueThrowsQueueFull) {
   ae.stop();
 }
 
+// The bound counts requests waiting for a seat: a burst that free seats take at once is not
+// refused (it was: requests just taken from the inbox counted as waiting for a whole step).
+TEST(AsyncEngine, QueueBoundLeavesOutRequestsFreeSeatsTake) {
+  EngineOptions o = small_options();
+  o.max_num_seqs = 8;
+  o.max_waiting = 2;
+  AsyncEngine ae(tiny_backend(), o);
+  Collector c;
+  SamplingParams p = params_for(0);
+  p.max_tokens = 4000;
+  for (int i = 0; i < 10; ++i) EXPECT_NO_THROW(ae.submit({1, 2, int32_t(3 + i)}, p, c.callback())) << i;
+  EXPECT_THROW(ae.submit({9}, p, c.callback()), QueueFull) << "8 seats + 2 waiting are full";
+  ae.stop();
+}
+
+// submit_all is all or nothing: refused for the queue or for one invalid request, none is queued.
+TEST(AsyncEngine, SubmitAllQueuesEveryRequestOrNone) {
+  EngineOptions o = small_options();
+  o.max_num_seqs = 1;
+  o.max_waiting = 2;
+  AsyncEngine ae(tiny_backend(), o);
+  Collector c;
+  SamplingParams p = params_for(0);
+  p.max_tokens = 4000;
+  const uint64_t running = ae.submit({1, 2, 3}, p, c.callback());
+  ASSERT_TRUE(c.wait_first_update(running));
+  auto three = [&] {
+    std::vector<AsyncEngine::NewRequest> r;
+    for (int i = 0; i < 3; ++i) r.push_back({{4, 5, int32_t(6 + i)}, p, c.callback()});
+    return r;
+  };
+  EXPECT_THROW(ae.submit_all(three()), QueueFull);
+  EXPECT_EQ(ae.stats().waiting, 0) << "none of the three was queued";
+  std::vector<AsyncEngine::NewRequest> bad = three();
+  bad.resize(2);
+  bad[1].prompt.assign(size_t(ae.max_model_len()) + 1, 7);  // past max_model_len: InvalidRequest
+  EXPECT_THROW(ae.submit_all(std::move(bad)), InvalidRequest);
+  EXPECT_EQ(ae.stats().waiting, 0);
+  std::vector<AsyncEngine::NewRequest> two = three();
+  two.resize(2);
+  EXPECT_EQ(ae.submit_all(std::move(two)).size(), 2u);
+  EXPECT_EQ(ae.stats().waiting, 2);
+  ae.stop();
+}
+
 TEST(AsyncEngine, ResetPrefixCacheRunsBetweenSteps) {
   AsyncEngine ae(tiny_backend(), small_options());
   Collector c;

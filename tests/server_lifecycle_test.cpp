@@ -139,6 +139,19 @@ TEST(ServerLifecycle, KvCacheSmallerThanMaxModelLenIsWarnedAtStartup) {
   EXPECT_EQ(fits.status, 200) << fits.j.dump();
   auto over = post(s.port(), "/v1/completions", {{"prompt", {1, 2, 3, 4}}, {"max_tokens", 62}, {"temperature", 0}});
   EXPECT_EQ(over.status, 400) << over.j.dump();
+  // A request whose second prompt does not fit is refused whole: its first prompt never runs and
+  // no counter but the HTTP errors moves (it was run in part and counted as an abort).
+  const double prompt_before = metric(s.port(), "verbatim:prompt_tokens_total");
+  const double gen_before = metric(s.port(), "verbatim:generation_tokens_total");
+  const double abort_before = metric(s.port(), "verbatim:request_success_total", "abort");
+  std::vector<int> too_long(70, 5);
+  auto mixed = post(s.port(), "/v1/completions",
+                    {{"prompt", {std::vector<int>{1, 2, 3, 4}, too_long}}, {"max_tokens", 4}, {"temperature", 0}});
+  EXPECT_EQ(mixed.status, 400) << mixed.j.dump();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // an engine step, were anything queued
+  EXPECT_EQ(metric(s.port(), "verbatim:prompt_tokens_total"), prompt_before);
+  EXPECT_EQ(metric(s.port(), "verbatim:generation_tokens_total"), gen_before);
+  EXPECT_EQ(metric(s.port(), "verbatim:request_success_total", "abort"), abort_before);
 }
 
 // The port is bound before the model loads: /health (and every model route) says 503 until ready.

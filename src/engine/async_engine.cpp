@@ -1,5 +1,6 @@
 #include "engine/async_engine.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 
@@ -24,15 +25,28 @@ bool AsyncEngine::accepting() const {
 }
 
 uint64_t AsyncEngine::submit(std::vector<int32_t> prompt, const SamplingParams& params, Callback cb) {
-  engine_->validate(prompt, params);  // reads only immutable engine state: safe off-thread
+  std::vector<NewRequest> one;
+  one.push_back({std::move(prompt), params, std::move(cb)});
+  return submit_all(std::move(one))[0];
+}
+
+std::vector<uint64_t> AsyncEngine::submit_all(std::vector<NewRequest> requests) {
+  for (const NewRequest& r : requests) engine_->validate(r.prompt, r.params);  // immutable engine state: safe off-thread
   std::lock_guard lk(mu_);
   if (!accepting_) throw ShuttingDown();
-  // Exact count: the inbox, what the engine thread took from it this round, and the engine's queue.
-  if (int64_t(inbox_.size()) + in_transit_ + stats_.waiting >= opts_.max_waiting) throw QueueFull();
-  const uint64_t id = next_id_++;
-  inbox_.push_back({id, std::move(prompt), params, std::move(cb)});
+  // Not yet running: the inbox, what the engine thread took from it this round, the engine's queue
+  // (exact counts). Those the free seats will take are not waiting: before and after a step the
+  // difference is the same, as a seated request leaves both terms.
+  const int64_t not_running = int64_t(inbox_.size()) + in_transit_ + stats_.waiting;
+  const int64_t free_seats = std::max<int64_t>(0, int64_t(opts_.max_num_seqs) - stats_.running);
+  if (not_running + int64_t(requests.size()) - free_seats > int64_t(opts_.max_waiting)) throw QueueFull();
+  std::vector<uint64_t> ids;
+  for (NewRequest& r : requests) {
+    ids.push_back(next_id_++);
+    inbox_.push_back({ids.back(), std::move(r.prompt), r.params, std::move(r.cb)});
+  }
   wake_.notify_one();
-  return id;
+  return ids;
 }
 
 void AsyncEngine::abort(uint64_t id) {

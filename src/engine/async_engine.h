@@ -33,13 +33,22 @@ class AsyncEngine {
   using Callback = std::function<void(const RequestUpdate&)>;
 
   // Builds the Engine (allocating the KV cache) on the calling thread, then starts the thread.
-  // opts.max_waiting bounds the requests submitted but not yet running.
+  // opts.max_waiting bounds the requests waiting for a seat: those submitted and not yet running,
+  // less the seats free of max_num_seqs (a burst an idle server seats at once is not refused).
   AsyncEngine(std::unique_ptr<Backend> backend, EngineOptions opts);
   ~AsyncEngine();  // stop()
 
+  struct NewRequest {
+    std::vector<int32_t> prompt;
+    SamplingParams params;
+    Callback cb;
+  };
   // Validates on the calling thread; throws InvalidRequest, QueueFull or ShuttingDown. The returned
   // id names the request in its updates and in abort().
   uint64_t submit(std::vector<int32_t> prompt, const SamplingParams& params, Callback cb);
+  // All or nothing: every request is validated and the queue's room checked for all of them before
+  // any is queued, so the choices of one HTTP request are refused whole, never run in part.
+  std::vector<uint64_t> submit_all(std::vector<NewRequest> requests);
   // Thread-safe; the request ends with reason Abort (unknown or finished ids are ignored).
   void abort(uint64_t id);
   EngineStats stats() const;  // a snapshot taken after the last step (waiting includes the inbox)

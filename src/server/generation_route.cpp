@@ -43,9 +43,11 @@ class GenerationRun {
     --st_.in_flight;
   }
 
-  // Submits every choice; on failure aborts those already submitted and rethrows.
+  // Submits every choice at once: a refusal (a prompt too long, the queue full) refuses them all
+  // before any runs or is counted.
   void submit() {
     auto& choices = job_.choices();
+    std::vector<AsyncEngine::NewRequest> all;
     for (size_t i = 0; i < choices.size(); ++i) {
       auto box = mailbox_;
       auto cb = [box, i](const RequestUpdate& u) {
@@ -53,14 +55,11 @@ class GenerationRun {
         box->updates.emplace_back(i, u);
         box->cv.notify_one();
       };
-      try {
-        choices[i].engine_id = engine_.submit(job_.prompts()[choices[i].prompt].ids, job_.params(choices[i]), cb);
-        submitted_ = i + 1;
-      } catch (...) {
-        abort_unfinished();
-        throw;
-      }
+      all.push_back({job_.prompts()[choices[i].prompt].ids, job_.params(choices[i]), cb});
     }
+    const std::vector<uint64_t> ids = engine_.submit_all(std::move(all));
+    for (size_t i = 0; i < choices.size(); ++i) choices[i].engine_id = ids[i];
+    submitted_ = choices.size();
   }
 
   enum class Pump { Progress, Idle, Gone };
@@ -89,7 +88,10 @@ class GenerationRun {
       if (!aborted_.count(i) && !(c.state.finished() && !c.state.needs_abort())) {
         engine_.abort(c.engine_id);
         aborted_.insert(i);
-        if (!c.state.finished()) st_.metrics->request_finished("abort");  // nobody reads its last update
+        if (!c.state.finished()) {  // nobody reads its last update: counted here
+          st_.metrics->request_finished("abort");
+          st_.metrics->observe_e2e(std::chrono::duration<double>(Clock::now() - arrival_).count());
+        }
       }
     }
   }
@@ -114,8 +116,9 @@ class GenerationRun {
     }
     if (d.finished && !was_finished) {
       const char* r = job_.shown_finish_reason(c);
+      // Per choice, as vLLM V1 counts each of n as a request: e2e's count equals the finished count.
       st_.metrics->request_finished(r ? r : "abort");
-      if (job_.all_finished()) st_.metrics->observe_e2e(std::chrono::duration<double>(now - arrival_).count());
+      st_.metrics->observe_e2e(std::chrono::duration<double>(now - arrival_).count());
     }
     if (sse)
       for (const json& j : job_.chunks(meta_, c, d)) sse->push_back(event(j));

@@ -206,8 +206,10 @@ void register_routes(HttpServer& svr, ServerState& st) {
       AccessTaken t = access_take();  // always taken: it also clears this thread's state
       if (is_probe(req.method, req.path, res.status)) return;
       AccessRecord r;
-      r.client = (req.remote_addr.find(':') != std::string::npos ? "[" + req.remote_addr + "]" : req.remote_addr) + ":" +
-                 std::to_string(req.remote_port);
+      // httplib fills the peer only once the request line and headers parse: "-" before that.
+      if (req.remote_addr.empty()) r.client = "-";
+      else r.client = (req.remote_addr.find(':') != std::string::npos ? "[" + req.remote_addr + "]" : req.remote_addr) +
+                      ":" + std::to_string(req.remote_port);
       r.method = req.method;
       r.path = req.path;
       r.status = res.status;
