@@ -227,6 +227,15 @@ TEST(AsyncEngine, SubmitAllQueuesEveryRequestOrNone) {
   bad[1].prompt.assign(size_t(ae.max_model_len()) + 1, 7);  // past max_model_len: InvalidRequest
   EXPECT_THROW(ae.submit_all(std::move(bad)), InvalidRequest);
   EXPECT_EQ(ae.stats().waiting, 0);
+  std::vector<AsyncEngine::NewRequest> four = three();  // more than 1 seat + 2 queued: never fits
+  four.push_back(three()[0]);
+  try {
+    ae.submit_all(std::move(four));
+    ADD_FAILURE() << "4 choices accepted where 3 fit";
+  } catch (const InvalidRequest& e) {
+    EXPECT_EQ(e.param(), "n");
+    EXPECT_NE(std::string(e.what()).find("exceed the 3 this server can hold at once"), std::string::npos) << e.what();
+  }
   std::vector<AsyncEngine::NewRequest> two = three();
   two.resize(2);
   EXPECT_EQ(ae.submit_all(std::move(two)).size(), 2u);

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <string>
+
+#include "core/error.h"
 
 namespace verbatim {
 
@@ -32,6 +35,12 @@ uint64_t AsyncEngine::submit(std::vector<int32_t> prompt, const SamplingParams& 
 
 std::vector<uint64_t> AsyncEngine::submit_all(std::vector<NewRequest> requests) {
   for (const NewRequest& r : requests) engine_->validate(r.prompt, r.params);  // immutable engine state: safe off-thread
+  // More choices than seats and queue together can never be admitted: a 400, not a 503 to retry.
+  const int64_t room = int64_t(opts_.max_num_seqs) + int64_t(opts_.max_waiting);
+  if (int64_t(requests.size()) > room)
+    throw InvalidRequest(std::to_string(requests.size()) + " choices (prompts x n) exceed the " + std::to_string(room) +
+                             " this server can hold at once (max-num-seqs + max-queue-len)",
+                         "n");
   std::lock_guard lk(mu_);
   if (!accepting_) throw ShuttingDown();
   // Not yet running: the inbox, what the engine thread took from it this round, the engine's queue
