@@ -96,6 +96,28 @@ TEST(Protocol, SamplingValuesAreCheckedBeforeNarrowingToFloat) {
   }
 }
 
+// Content as a list of text parts: the non-empty parts joined by newlines, as vLLM does (an empty
+// part added a separator, so the prompt differed from vLLM's); a text part without "text" is a 400.
+TEST(Protocol, ContentPartsJoinTheirNonEmptyTexts) {
+  // Built as JSON values (GCC 12's -Wrestrict misfires on chains of std::string + here).
+  auto content_of = [](const std::vector<json>& parts) {
+    json body = {{"messages", {{{"role", "user"}, {"content", parts}}}}};
+    return parse_chat_request(body, SamplingDefaults{}).messages.at(0).content;
+  };
+  auto part = [](const char* t) { return json{{"type", "text"}, {"text", t}}; };
+  EXPECT_EQ(content_of({part("A"), part(""), part("B")}), "A\nB");
+  EXPECT_EQ(content_of({part("A"), part("")}), "A");
+  EXPECT_EQ(content_of({part(""), part("B")}), "B");
+  EXPECT_EQ(content_of({part("A"), part("B")}), "A\nB");
+  EXPECT_EQ(content_of({}), "");
+  try {
+    content_of({json{{"type", "text"}}});
+    ADD_FAILURE() << "a text part without text accepted";
+  } catch (const InvalidRequest& e) {
+    EXPECT_EQ(e.param(), "messages[0].content");
+  }
+}
+
 TEST(Protocol, ErrorsNameTheParam) {
   auto param_of = [](const std::string& body) {
     try {

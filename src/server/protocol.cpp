@@ -261,13 +261,19 @@ std::string message_content(const json& content, size_t i) {
   std::string param = "messages[" + std::to_string(i) + "].content";
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) wrong_type(param, "a string or a list of content parts", content);
-  std::string text;  // text parts joined by newlines, as vLLM does
+  // The non-empty text parts joined by newlines, as vLLM does (empty parts add no separator).
+  std::string text;
+  bool first = true;
   for (const json& part : content) {
     if (!part.is_object()) wrong_type(param, "a list of content parts", part);
     std::string type = get_string(part, "type");
     if (type != "text") bad(param, "holds a part of type '" + excerpt(type) + "'; only 'text' is supported");
-    if (!text.empty()) text += "\n";
-    text += get_string(part, "text");
+    if (!field(part, "text")) bad(param, "holds a text part without 'text'");
+    const std::string t = get_string(part, "text");
+    if (t.empty()) continue;
+    if (!first) text += "\n";
+    text += t;
+    first = false;
   }
   return text;
 }
