@@ -4,7 +4,7 @@
 # bounded libFuzzer run of every fuzz target (scripts/ci-fuzz.sh). CI runs exactly this.
 #   VERBATIM_QUICK=1          local shortcut: the plain suite only (no sanitizer, no fuzz stage)
 #   VERBATIM_BUILD_PREFIX=P   sanitizer/fuzz build folders P{asan,tsan,fuzz} (default build-)
-# Every stage runs even when an earlier one failed (one CI run shows every failure); the exit
+# After the build, every stage runs even when an earlier one failed (one CI run shows every failure); the exit
 # status is 1 when any stage failed. Each stage's wall time is printed at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -383,6 +383,13 @@ TEST(CliOptions, NonFiniteAndOutOfRangeValuesAreOneLineErrors) {
     EXPECT_LT(r.code, 128) << cmd << ": killed by a signal\n" << r.err;
     EXPECT_NE(r.err.find(c.want), std::string::npos) << cmd << "\n" << r.err;
   }
+  // A usage error CLI11 catches exits 2 (check / bench document 2 as "could not run"), not CLI11's
+  // own codes (105 for a failed validator).
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"check", "--url", "http://127.0.0.1:1", "--json", dir + "/no-such-folder/out.json"},
+        std::vector<std::string>{"bench", "--url", "http://127.0.0.1:1", "--num-prompts", "0"},
+        std::vector<std::string>{"make-model", "--arch", "tiny"}})
+    EXPECT_EQ(run_verbatim(args, 30, dir).code, 2) << args[0] << " " << args.back();
   // An unknown command is named; `help` is --help.
   auto unknown = run_verbatim({"foo"}, 30, dir);
   EXPECT_EQ(unknown.code, 1);

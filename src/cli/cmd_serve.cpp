@@ -50,7 +50,7 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
                 "Reuse the K/V of prompt prefixes seen before (default on)");
   sub->add_option("--seed", e.seed, "Seed of requests that name none")->capture_default_str()->check(decimal_seed<uint64_t>());
   sub->add_option("--served-model-name", rt.served_model_name, "Model name in the API (default: MODEL_DIR)");
-  sub->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on /v1/* (or $VERBATIM_API_KEY)");
+  sub->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on /v1/* and /reset_prefix_cache (or $VERBATIM_API_KEY)");
   sub->add_option("--num-kv-blocks", e.num_kv_blocks, "KV-cache capacity in blocks (default: sized by the engine)")
       ->check(CLI::Range(1, 1 << 30));
   sub->add_option("--max-queue-len", e.max_waiting, "Waiting requests beyond which new ones get 503")

@@ -56,7 +56,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // app.exit prints the message (or the help, exit 0). A usage error exits 2, as argparse does and
+    // as check / bench document for "could not run", not CLI11's own codes (105, 106, ...).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   try {
     for (auto& [sub, run] : commands)

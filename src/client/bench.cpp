@@ -229,7 +229,8 @@ std::string BenchReport::header(const BenchOptions& o) const {
   }
   std::string prompts = o.input_len > 0 ? std::to_string(o.input_len) + "-token synthetic prompts" : o.prompt_source + " prompts";
   std::string per_run = o.num_prompts > 0 ? std::to_string(o.num_prompts) : "max(16, 4 x users)";
-  h += "runs  " + prompts + ", " + per_run + " requests per run, up to " + std::to_string(o.sampling.max_tokens) +
+  h += "runs  " + prompts + ", " + per_run + " requests per run, " + (o.sampling.ignore_eos ? "exactly " : "up to ") +
+       std::to_string(o.sampling.max_tokens) +
        " tokens, " + (o.sampling.temperature == 0 ? "greedy" : "temperature " + fmt_fixed(o.sampling.temperature, 2)) +
        ", " + std::to_string(o.seeds) + (o.seeds == 1 ? " seed" : " seeds") + ", cache reset before each run" +
        (servers.size() > 1 ? ", order A, B, A" : "") + "\n";

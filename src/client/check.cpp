@@ -261,7 +261,8 @@ std::string CheckReport::header(const CheckOptions& o) const {
                                             : "temperature " + fmt_fixed(s.temperature, 2) +
                                                   (s.seed ? ", seed " + std::to_string(*s.seed) : "");
   std::string basis = features.token_ids ? "token ids" : features.logprobs ? "token strings" : "text bytes";
-  h += "prompts   " + std::to_string(o.prompts.size()) + " (" + o.prompt_source + "), up to " +
+  h += "prompts   " + std::to_string(o.prompts.size()) + " (" + o.prompt_source + "), " +
+       (s.ignore_eos ? "exactly " : "up to ") +
        std::to_string(s.max_tokens) + " tokens, " + sampling + ", " +
        (chat ? "chat completions, thinking off" : "completions") + "\n";
   std::string compared = "compared  by " + basis;
