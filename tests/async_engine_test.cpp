@@ -204,6 +204,59 @@ TEST(AsyncEngine, QueueBoundLeavesOutRequestsFreeSeatsTake) {
   ae.stop();
 }
 
+// When KV room, not seats, holds the queue back (the last step left a request waiting), free
+// seats are not counted: the bound is max_waiting again. The engine thread is held inside a
+// callback so the published stats stay still while the test submits.
+TEST(AsyncEngine, QueueBoundHoldsWhenKvRoomLimitsAdmission) {
+  EngineOptions o;
+  o.num_kv_blocks = 8;  // 128 tokens: once A decodes past its 112-token prompt, no block is free
+  o.max_num_seqs = 8;
+  o.max_waiting = 2;
+  AsyncEngine ae(tiny_backend(), o);
+  std::mutex m;
+  std::condition_variable cv;
+  int a_updates = 0;
+  bool b_submitted = false, held = false, release = false;
+  SamplingParams p = params_for(0);
+  p.max_tokens = 16;
+  const std::vector<int32_t> long_prompt(112, 7);
+  ae.submit(long_prompt, p, [&](const RequestUpdate&) {
+    std::unique_lock lk(m);
+    ++a_updates;
+    cv.notify_all();
+    // A's first update holds the engine until B is submitted, so the step of its second began with
+    // B in the engine (and left B waiting); the second holds it while the test submits.
+    if (a_updates == 1) cv.wait(lk, [&] { return b_submitted; });
+    if (a_updates == 2) {
+      held = true;
+      cv.notify_all();
+      cv.wait(lk, [&] { return release; });
+    }
+  });
+  {
+    std::unique_lock lk(m);
+    ASSERT_TRUE(cv.wait_for(lk, 60s, [&] { return a_updates >= 1; }));
+  }
+  Collector c;
+  ae.submit(long_prompt, p, c.callback());  // B: no KV room while A runs
+  {
+    std::unique_lock lk(m);
+    b_submitted = true;
+    cv.notify_all();
+    ASSERT_TRUE(cv.wait_for(lk, 60s, [&] { return held; }));
+  }
+  EXPECT_EQ(ae.stats().running, 1);
+  EXPECT_EQ(ae.stats().waiting, 1);
+  EXPECT_NO_THROW(ae.submit({1, 2}, p, c.callback()));  // 2 waiting: the bound
+  EXPECT_THROW(ae.submit({3, 4}, p, c.callback()), QueueFull) << "7 free seats must not count while KV holds B back";
+  {
+    std::lock_guard lk(m);
+    release = true;
+  }
+  cv.notify_all();
+  ae.stop();
+}
+
 // submit_all is all or nothing: refused for the queue or for one invalid request, none is queued.
 TEST(AsyncEngine, SubmitAllQueuesEveryRequestOrNone) {
   EngineOptions o = small_options();

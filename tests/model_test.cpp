@@ -486,11 +486,11 @@ TEST(ModelWeights, BadCheckpointsAreErrorsNamingFileAndTensor) {
   // A tensor the model would not read: config.json and the weights disagree, so refused (vLLM too).
   d = edited_fixture("w-extra", "qwen3-tiny-tied", [&](auto& all) {
     TensorData extra = find_in(all, qn);
-    extra.spec.name = "model.layers.0.self_attn.q_proj.bias";
+    extra.spec.name = "model.layers.0.self_attn.q_scale.weight";
     all.push_back(extra);
   });
   EXPECT_HAS(error_of([&] { ModelWeights::load(d); }),
-             d + "/model.safetensors: tensor 'model.layers.0.self_attn.q_proj.bias' is not part of the model config.json describes");
+             d + "/model.safetensors: tensor 'model.layers.0.self_attn.q_scale.weight' is not part of the model config.json describes");
   {  // num_hidden_layers lowered below the checkpoint's layers: the last layer's tensors are left over
     d = edited_fixture("w-fewer-layers", "qwen3-tiny-tied", [](auto&) {});
     json cfg = tied_config();
@@ -504,14 +504,17 @@ TEST(ModelWeights, BadCheckpointsAreErrorsNamingFileAndTensor) {
     EXPECT_HAS(error_of([&] { ModelWeights::load(d); }),
                "tensor 'model.layers." + std::to_string(layers) + ".input_layernorm.weight' is missing");
   }
-  // The two known-harmless extras load: a tied model's lm_head.weight, old rotary inv_freq buffers.
+  // The extras HF and vLLM skip load: a tied model's lm_head.weight, rotary buffers, an extra bias.
   d = edited_fixture("w-harmless", "qwen3-tiny-tied", [&](auto& all) {
     TensorData lm = find_in(all, "model.embed_tokens.weight");
     lm.spec.name = "lm_head.weight";
     all.push_back(lm);
-    TensorData inv = find_in(all, qn);
-    inv.spec.name = "model.layers.0.self_attn.rotary_emb.inv_freq";
-    all.push_back(inv);
+    for (const char* name : {"model.layers.0.self_attn.rotary_emb.inv_freq", "model.rotary_emb.cos_cached",
+                             "model.layers.1.self_attn.q_proj.bias"}) {
+      TensorData extra = find_in(all, qn);
+      extra.spec.name = name;
+      all.push_back(extra);
+    }
   });
   EXPECT_EQ(ModelWeights::load(d).digest(), ModelWeights::load(test::fixture("qwen3-tiny-tied")).digest());
 

@@ -114,6 +114,26 @@ TEST(ServerLifecycle, AccessLogHasALinePerRequest) {
   one(" stream prompt 3 completion 8 finish length");
   const std::string refused = one("\"POST /v1/completions\" 400 ");
   EXPECT_NE(refused.find("error \"'top_p' must be in (0, 1]"), std::string::npos) << refused;
+  // Two requests on one kept-alive connection (one HTTP thread): each gets its own line, the second
+  // none of the first's state; a client that hangs up mid-stream is logged "client gone".
+  c.set_keep_alive(true);
+  for (const char* rid : {"keep-1", "keep-2"})
+    ASSERT_EQ(c.Post("/v1/completions", {{"X-Request-Id", rid}}, body.dump(), "application/json")->status, 200);
+  ASSERT_EQ(c.Get("/version")->status, 200);
+  {
+    RawConnection gone(s.port());
+    gone.send_post("/v1/completions", long_stream(3000).dump());
+    gone.read_until("data: ", 2);
+  }  // closed mid-stream
+  ASSERT_TRUE(wait_for([&] { return lines_with("x-request-id keep-").size() == 2 && !lines_with(" client gone").empty() &&
+                                    lines_with("\"GET /version\" 200").size() == 2; }, 20))
+      << s.log();
+  for (const char* rid : {"keep-1", "keep-2"})
+    EXPECT_NE(one(std::string("x-request-id ") + rid).find(" prompt 3 completion 4 finish length"), std::string::npos) << rid;
+  for (const std::string& v : lines_with("\"GET /version\" 200"))
+    EXPECT_EQ(v.find(" cmpl-"), std::string::npos) << "no generation's note on a later request: " << v;
+  EXPECT_NE(one(" client gone").find(" stream prompt 8 completion "), std::string::npos);
+  EXPECT_NE(one(" client gone").find(" finish abort client gone"), std::string::npos);
   // (A 503 from /health while the model loads is logged: the harness may have polled one.)
   EXPECT_TRUE(lines_with("\"GET /health\" 200").empty()) << "probes are not logged\n" << s.log();
   EXPECT_TRUE(lines_with("\"GET /metrics\" 200").empty()) << s.log();

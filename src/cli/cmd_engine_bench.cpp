@@ -336,7 +336,8 @@ const Registrar dump_reg(81, [](CLI::App& app) -> std::function<int()> {
                       ", outside the vocabulary of " + std::to_string(V));
     size_t longest = 0;
     for (const auto& p : prompts) longest = std::max(longest, p.size());
-    check_positions(be->config(), longest + size_t(a->greedy), "the longest prompt + --greedy");
+    // The last greedy token is never fed back: positions 0 .. longest + greedy - 2.
+    check_positions(be->config(), longest + size_t(std::max(a->greedy - 1, 0)), "the longest prompt + --greedy - 1");
     const int blocks = int((longest + size_t(a->greedy) + bs) / bs) + 1;
     be->allocate_kv(blocks, bs);
     std::vector<TensorData> tensors;

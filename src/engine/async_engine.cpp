@@ -33,26 +33,35 @@ uint64_t AsyncEngine::submit(std::vector<int32_t> prompt, const SamplingParams& 
   return submit_all(std::move(one))[0];
 }
 
-std::vector<uint64_t> AsyncEngine::submit_all(std::vector<NewRequest> requests) {
+std::vector<uint64_t> AsyncEngine::submit_all(std::vector<NewRequest> requests, const std::string& count_param) {
   for (const NewRequest& r : requests) engine_->validate(r.prompt, r.params);  // immutable engine state: safe off-thread
   // More choices than seats and queue together can never be admitted: a 400, not a 503 to retry.
   const int64_t room = int64_t(opts_.max_num_seqs) + int64_t(opts_.max_waiting);
   if (int64_t(requests.size()) > room)
     throw InvalidRequest(std::to_string(requests.size()) + " choices (prompts x n) exceed the " + std::to_string(room) +
                              " this server can hold at once (max-num-seqs + max-queue-len)",
-                         "n");
+                         count_param);
+  std::vector<uint64_t> ids;
+  ids.reserve(requests.size());
   std::lock_guard lk(mu_);
   if (!accepting_) throw ShuttingDown();
   // Not yet running: the inbox, what the engine thread took from it this round, the engine's queue
-  // (exact counts). Those the free seats will take are not waiting: before and after a step the
-  // difference is the same, as a seated request leaves both terms.
+  // (exact counts). Free seats take some of them at the next step, unless the last step left
+  // requests waiting: then KV room, not seats, limits admission (FIFO) and nothing more is seated.
+  // Across a step the difference is unchanged, as a seated request leaves both terms.
   const int64_t not_running = int64_t(inbox_.size()) + in_transit_ + stats_.waiting;
-  const int64_t free_seats = std::max<int64_t>(0, int64_t(opts_.max_num_seqs) - stats_.running);
+  const int64_t free_seats =
+      stats_.waiting > 0 ? 0 : std::max<int64_t>(0, int64_t(opts_.max_num_seqs) - stats_.running);
   if (not_running + int64_t(requests.size()) - free_seats > int64_t(opts_.max_waiting)) throw QueueFull();
-  std::vector<uint64_t> ids;
-  for (NewRequest& r : requests) {
-    ids.push_back(next_id_++);
-    inbox_.push_back({ids.back(), std::move(r.prompt), r.params, std::move(r.cb)});
+  const size_t before = inbox_.size();
+  try {
+    for (NewRequest& r : requests) {
+      ids.push_back(next_id_);  // reserved: cannot throw
+      inbox_.push_back({next_id_++, std::move(r.prompt), r.params, std::move(r.cb)});
+    }
+  } catch (...) {  // all or none, even on bad_alloc
+    inbox_.resize(before);
+    throw;
   }
   wake_.notify_one();
   return ids;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -47,8 +48,9 @@ class AsyncEngine {
   // id names the request in its updates and in abort().
   uint64_t submit(std::vector<int32_t> prompt, const SamplingParams& params, Callback cb);
   // All or nothing: every request is validated and the queue's room checked for all of them before
-  // any is queued, so the choices of one HTTP request are refused whole, never run in part.
-  std::vector<uint64_t> submit_all(std::vector<NewRequest> requests);
+  // any is queued, so the choices of one HTTP request are refused whole, never run in part. More
+  // requests than seats and queue together is an InvalidRequest naming count_param.
+  std::vector<uint64_t> submit_all(std::vector<NewRequest> requests, const std::string& count_param = "n");
   // Thread-safe; the request ends with reason Abort (unknown or finished ids are ignored).
   void abort(uint64_t id);
   EngineStats stats() const;  // a snapshot taken after the last step (waiting includes the inbox)

@@ -42,10 +42,11 @@ WeightRef bind_weight(const Checkpoint& ck, const ModelConfig& cfg, const std::s
   return w;
 }
 
-// A tensor the model does not read means config.json and the weights disagree (a layer count
-// lowered, a bias the architecture lacks): refused, as vLLM does, never run as another model.
-// Two are known to be harmless: a tied model's stored lm_head.weight (HF ties over it) and old
-// checkpoints' rotary inv_freq buffers (recomputed from rope_theta).
+// A tensor the model does not read means config.json and the weights disagree (e.g. a layer
+// count lowered below the weights'): refused, as vLLM refuses it, never run as another model.
+// Skipped as HF and vLLM skip them: a tied model's stored lm_head.weight (HF ties over it), old
+// checkpoints' rotary buffers (inv_freq, cos / sin caches: recomputed from rope_theta), and a
+// bias the architecture has no place for (vLLM: "extra bias for GPTQ models"; HF ignores it).
 void refuse_unused_tensors(const ModelWeights& m) {
   std::vector<std::string> used;
   for (const WeightRef* w : m.tensors()) used.push_back(w->name);
@@ -56,7 +57,9 @@ void refuse_unused_tensors(const ModelWeights& m) {
   for (const std::string& name : m.checkpoint->names()) {
     if (std::binary_search(used.begin(), used.end(), name)) continue;
     if (name == "lm_head.weight" && m.config.tie_word_embeddings) continue;
-    if (ends_with(name, ".rotary_emb.inv_freq")) continue;
+    if (ends_with(name, ".rotary_emb.inv_freq") || ends_with(name, ".rotary_emb.cos_cached") ||
+        ends_with(name, ".rotary_emb.sin_cached") || ends_with(name, ".bias"))
+      continue;
     throw Error(m.checkpoint->file_for(name) + ": tensor '" + name + "' is not part of the model config.json describes (" +
                 std::to_string(m.config.num_layers) + " layers" + (m.config.tie_word_embeddings ? ", tied embeddings" : "") +
                 "); config.json and the weights disagree");

@@ -57,7 +57,7 @@ class GenerationRun {
       };
       all.push_back({job_.prompts()[choices[i].prompt].ids, job_.params(choices[i]), cb});
     }
-    const std::vector<uint64_t> ids = engine_.submit_all(std::move(all));
+    const std::vector<uint64_t> ids = engine_.submit_all(std::move(all), job_.request().n > 1 ? "n" : "prompt");
     for (size_t i = 0; i < choices.size(); ++i) choices[i].engine_id = ids[i];
     submitted_ = choices.size();
   }
@@ -189,6 +189,7 @@ void handle_generation(ServerState& st, const httplib::Request& req, httplib::Re
       if (run->pump(nullptr) == GenerationRun::Pump::Gone) {
         run->abort_unfinished();  // nobody will read the answer
         access_note(access_note_of(*run, true));
+        res.status = 499;  // nginx's "client closed request", for the access log: nothing is sent
         return;
       }
     }
