@@ -1,16 +1,23 @@
-// `verbatim bench` end to end: complete JSON with plausible figures and a well-formed SVG against
+// `verbatim bench` end to end: the timing rules against a scripted stream, complete JSON with plausible figures and a well-formed SVG against
 // our own server and the noisy test server; --vs runs A, B, A and prints ratios that match the
 // servers' known speeds; failing, unreachable, hanging and killed servers exit 2 without hanging.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
+#include "client/bench.h"
+#include "client/generation.h"
+#include "client/http_client.h"
 #include "client/progress.h"
+#include "client/url.h"
 #include "support/client_noisy_server.h"
 #include "support/client_process.h"
 #include "support/client_xml.h"
@@ -74,6 +81,105 @@ void expect_svg(const std::string& path, size_t servers, size_t users) {
   for (const XmlElement* t : root->find_all("text")) all_text += t->text + "|";
   EXPECT_NE(all_text.find("median time per output token"), std::string::npos);
   EXPECT_NE(all_text.find("output throughput"), std::string::npos);
+}
+
+// A server that streams one scripted answer: each event after its delay. For the timing rules.
+class ScriptedSse {
+ public:
+  struct Event {
+    int delay_ms;
+    json data;
+  };
+  explicit ScriptedSse(std::vector<Event> events) : events_(std::move(events)) {
+    auto handler = [this](const httplib::Request&, httplib::Response& res) {
+      res.set_chunked_content_provider("text/event-stream", [this](size_t, httplib::DataSink& sink) {
+        for (const Event& e : events_) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(e.delay_ms));
+          const std::string line = "data: " + e.data.dump() + "\n\n";
+          sink.write(line.data(), line.size());
+        }
+        sink.write("data: [DONE]\n\n", 14);
+        sink.done();
+        return true;
+      });
+    };
+    svr_.Post("/v1/completions", handler);
+    svr_.Post("/v1/chat/completions", handler);
+    port_ = svr_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { svr_.listen_after_bind(); });
+  }
+  ~ScriptedSse() {
+    svr_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::vector<Event> events_;
+  httplib::Server svr_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+json text_chunk(const std::string& text, const char* finish = nullptr) {
+  json c = {{"index", 0}, {"text", text}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
+  return {{"choices", {c}}};
+}
+
+// Every event with a choice is timed, empty ones too, as vLLM's benchmark times them: TPOT spans
+// to the finishing event; without usage or token ids the tokens are the non-empty chunks, said so.
+TEST(BenchTiming, EveryChoiceEventIsTimedAndChunkCountsAreFlagged) {
+  const json usage = {{"choices", json::array()}, {"usage", {{"prompt_tokens", 3}, {"completion_tokens", 5}}}};
+  const std::vector<ScriptedSse::Event> events = {
+      {30, text_chunk("The")}, {30, text_chunk("")}, {30, text_chunk(" cat")}, {30, text_chunk(" sat")},
+      {30, text_chunk("", "stop")}};
+  std::vector<ScriptedSse::Event> with_usage = events;
+  with_usage.push_back({0, usage});
+  ScriptedSse a(with_usage), b(events);
+  client::Prompt p;
+  p.text = "hi";
+  client::SamplingOptions s;
+  client::ServerFeatures f;
+  f.token_ids = false;
+  client::HttpClient ca(client::parse_url(a.url()), {}), cb(client::parse_url(b.url()), {});
+  client::StreamTiming t = client::generate_streaming(ca, p, s, f);
+  EXPECT_EQ(t.chunk_s.size(), 5u) << "the empty chunks and the finish are events too";
+  EXPECT_EQ(t.completion_tokens, 5);
+  EXPECT_FALSE(t.tokens_from_chunks);
+  EXPECT_GT(t.last_token_s - t.first_token_s, 0.10) << "the last event is the finish, ~120 ms after the first";
+  client::StreamTiming u = client::generate_streaming(cb, p, s, f);
+  EXPECT_EQ(u.completion_tokens, 3) << "no usage: the non-empty chunks";
+  EXPECT_TRUE(u.tokens_from_chunks);
+
+  // Chat: the opening role-only delta is not output; "reasoning" (vLLM's name now) is.
+  auto delta = [](json d, const char* finish = nullptr) {
+    return json{{"choices", {{{"index", 0}, {"delta", d}, {"finish_reason", finish ? json(finish) : json(nullptr)}}}}};
+  };
+  ScriptedSse c({{0, delta({{"role", "assistant"}, {"content", ""}})},
+                 {60, delta({{"reasoning", "thinking"}})},
+                 {30, delta({{"content", "Hi"}})},
+                 {30, delta(json::object(), "stop")}});
+  client::HttpClient cc(client::parse_url(c.url()), {});
+  s.chat = true;
+  client::StreamTiming v = client::generate_streaming(cc, p, s, f);
+  EXPECT_EQ(v.chunk_s.size(), 3u);
+  EXPECT_GT(v.first_token_s, 0.05) << "TTFT is the reasoning event, not the role chunk";
+  EXPECT_EQ(v.completion_tokens, 2);
+}
+
+// A prompt repeated within a run is made distinct at its end; the first copy is unchanged.
+TEST(BenchTiming, RepeatsWithinARunAreDistinct) {
+  client::BenchOptions o;
+  for (const char* t : {"alpha", "beta"}) {
+    client::Prompt p;
+    p.text = t;
+    o.prompts.push_back(p);
+  }
+  const std::vector<client::Prompt> run = client::prompts_for_run(o, 5, 1);
+  std::set<std::string> texts;
+  for (const auto& p : run) texts.insert(p.text);
+  EXPECT_EQ(texts.size(), 5u);
+  for (const char* want : {"alpha", "beta", "alpha (2)", "beta (2)"}) EXPECT_EQ(texts.count(want), 1u) << want;
 }
 
 TEST(Bench, JsonAndSvgAgainstTheNoisyServer) {

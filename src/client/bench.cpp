@@ -31,7 +31,26 @@ int prompts_per_run(const BenchOptions& o, int users) {
   return o.num_prompts > 0 ? o.num_prompts : std::max(16, 4 * users);
 }
 
-// The prompts of run `seed`: the set in an order of its own (or fresh synthetic ids), cycled to n.
+// A prompt's k-th repeat within a run, made distinct at its end, so it does not find its whole
+// self in the prefix cache (the run's earlier copy would make its TTFT a cache hit's). Token-id
+// prompts are left as they are (bench warns).
+Prompt repeat_variant(Prompt p, size_t k) {
+  if (k == 0) return p;
+  const std::string tag = " (" + std::to_string(k + 1) + ")";
+  if (p.kind == Prompt::Kind::Text) {
+    p.text += tag;
+  } else if (p.kind == Prompt::Kind::Messages && p.messages.is_array() && !p.messages.empty()) {
+    json& last = p.messages.back();
+    if (last.is_object() && last.contains("content") && last["content"].is_string())
+      last["content"] = last["content"].get<std::string>() + tag;
+  }
+  return p;
+}
+
+}  // namespace
+
+// The prompts of run `seed`: the set in an order of its own (or fresh synthetic ids), cycled to n,
+// each repeat made distinct (repeat_variant).
 std::vector<Prompt> prompts_for_run(const BenchOptions& o, int n, int seed) {
   if (o.input_len > 0) return synthetic_prompts(n, o.input_len, static_cast<uint64_t>(seed));
   std::vector<size_t> order(o.prompts.size());
@@ -40,9 +59,14 @@ std::vector<Prompt> prompts_for_run(const BenchOptions& o, int n, int seed) {
     return hash_combine(static_cast<uint64_t>(seed), a) < hash_combine(static_cast<uint64_t>(seed), b);
   });
   std::vector<Prompt> out;
-  for (int i = 0; i < n; ++i) out.push_back(o.prompts[order[static_cast<size_t>(i) % order.size()]]);
+  for (int i = 0; i < n; ++i) {
+    const size_t at = static_cast<size_t>(i);
+    out.push_back(repeat_variant(o.prompts[order[at % order.size()]], at / order.size()));
+  }
   return out;
 }
+
+namespace {
 
 void ensure_clients(Clients& clients, const Url& url, const ClientOptions& co, int n) {
   while (static_cast<int>(clients.size()) < n) clients.push_back(std::make_unique<HttpClient>(url, co));
@@ -68,7 +92,6 @@ json figures_json(const BenchFigures& f) {
 BenchFigures figures_of(const std::vector<const BenchRun*>& runs) {
   BenchFigures f;
   std::vector<double> ttft, tpot, itl;
-  double tok_s = 0, req_s = 0;
   for (const BenchRun* r : runs) {
     ++f.runs;
     f.requests += r->requests;
@@ -78,10 +101,6 @@ BenchFigures figures_of(const std::vector<const BenchRun*>& runs) {
     ttft.insert(ttft.end(), r->ttft_s.begin(), r->ttft_s.end());
     tpot.insert(tpot.end(), r->tpot_s.begin(), r->tpot_s.end());
     itl.insert(itl.end(), r->itl_s.begin(), r->itl_s.end());
-    if (r->duration_s > 0) {
-      tok_s += double(r->output_tokens) / r->duration_s;
-      req_s += double(r->requests) / r->duration_s;
-    }
   }
   f.median_tpot_ms = median(tpot) * 1e3;
   f.p99_tpot_ms = percentile(tpot, 99) * 1e3;
@@ -89,8 +108,10 @@ BenchFigures figures_of(const std::vector<const BenchRun*>& runs) {
   f.p99_itl_ms = percentile(itl, 99) * 1e3;
   f.median_ttft_ms = median(ttft) * 1e3;
   f.p99_ttft_ms = percentile(ttft, 99) * 1e3;
-  f.output_tok_s = f.runs ? tok_s / f.runs : std::nan("");
-  f.req_s = f.runs ? req_s / f.runs : std::nan("");
+  // Pooled, as vLLM's one-run figure: every token over every run's time (a mean of per-run rates
+  // would weigh a fast run's rate as much as a slow one's over its longer time).
+  f.output_tok_s = f.duration_s > 0 ? double(f.output_tokens) / f.duration_s : std::nan("");
+  f.req_s = f.duration_s > 0 ? double(f.requests) / f.duration_s : std::nan("");
   return f;
 }
 
@@ -160,6 +181,7 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
   std::vector<std::pair<int, int>> turns = {{0, 1}};
   if (urls.size() > 1) turns = {{0, 1}, {1, 1}, {0, 2}};
   int total_runs = static_cast<int>(o.users.size() * turns.size()) * o.seeds, run_no = 0;
+  std::vector<bool> chunk_counted(urls.size(), false);
   for (int u : o.users)
     for (auto [srv, round] : turns)
       for (int seed = 1; seed <= o.seeds; ++seed) {
@@ -198,6 +220,7 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
           run.output_tokens += t.completion_tokens;
           run.input_tokens += t.prompt_tokens;
           run.request_output_tokens.push_back(t.completion_tokens);
+          if (t.tokens_from_chunks) chunk_counted[static_cast<size_t>(srv)] = true;
           run.e2e_s.push_back(t.end_s);
           if (t.first_token_s >= 0) run.ttft_s.push_back(t.first_token_s);
           // TPOT leaves the first token out: it measures decoding, TTFT measures the prefill.
@@ -210,6 +233,18 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
         progress.finish(std::to_string(n) + " requests in " + fmt_fixed(run.duration_s, 1) + " s, median TPOT " +
                         fmt_ms(fig.median_tpot_ms) + " ms, " + fmt_count(fig.output_tok_s) + " output tok/s");
         rep.runs.push_back(std::move(run));
+      }
+  for (size_t srv = 0; srv < urls.size(); ++srv)
+    if (chunk_counted[srv])
+      rep.warnings.push_back(std::string("server ") + server_letter(int(srv)) +
+                             " reported no usage and no token ids in its streams: output tokens were counted as "
+                             "streamed chunks (a chunk may hold several tokens), so its TPOT and tok/s may be off");
+  if (o.input_len <= 0 && prompts_per_run(o, max_users) > int(o.prompts.size()))
+    for (const Prompt& p : o.prompts)
+      if (p.kind == Prompt::Kind::TokenIds) {
+        rep.warnings.push_back("token-id prompts repeat within a run (more requests than prompts): a repeat can "
+                               "find its whole prompt in the prefix cache");
+        break;
       }
   for (const auto& r : rep.runs)
     if (r.tpot_s.empty()) {

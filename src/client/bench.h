@@ -68,4 +68,9 @@ struct BenchReport {
 
 BenchReport run_bench(const BenchOptions& o, Progress& progress);
 
+// The n prompts of one run (its seed orders them), a prompt's repeats made distinct at their end
+// (" (2)", " (3)", ...) so none finds its own earlier copy in the prefix cache; token-id prompts
+// repeat as they are. With --input-len, fresh synthetic prompts.
+std::vector<Prompt> prompts_for_run(const BenchOptions& o, int n, int seed);
+
 }  // namespace verbatim::client

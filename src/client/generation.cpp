@@ -178,24 +178,34 @@ StreamTiming generate_streaming(HttpClient& c, const Prompt& p, const SamplingOp
     if (!ch.is_object()) return;
     int64_t ids = ch.contains("token_ids") && ch["token_ids"].is_array() ? int64_t(ch["token_ids"].size()) : 0;
     std::string piece;
-    if (chat && ch.contains("delta") && ch["delta"].is_object())
-      piece = str_or_empty(ch["delta"], "content") + str_or_empty(ch["delta"], "reasoning_content");
+    const bool has_delta = chat && ch.contains("delta") && ch["delta"].is_object();
+    if (has_delta)  // vLLM streams reasoning as "reasoning" now, "reasoning_content" before
+      piece = str_or_empty(ch["delta"], "content") + str_or_empty(ch["delta"], "reasoning_content") +
+              str_or_empty(ch["delta"], "reasoning");
     else if (!chat)
       piece = str_or_empty(ch, "text");
-    if (ids > 0 || !piece.empty()) {
+    std::string fr = str_or_empty(ch, "finish_reason");
+    // Every event with a choice is timed, as vLLM's benchmark times them, empty ones included (an
+    // EOS, held-back stop-string text, a finish): skipping them moved the last token's time and the
+    // ITL gaps on servers that stream no token ids. Only a chat choice's opening role-only delta is
+    // not output.
+    const bool role_only = has_delta && ch["delta"].contains("role") && piece.empty() && ids == 0 && fr.empty();
+    if (!role_only) {
+      if (ids > 0 || !piece.empty()) ++output_chunks;
       ids_seen += ids;
-      ++output_chunks;
       if (t.first_token_s < 0) t.first_token_s = now;
       t.last_token_s = now;
       t.chunk_s.push_back(now);
     }
-    std::string fr = str_or_empty(ch, "finish_reason");
     if (!fr.empty()) t.finish_reason = fr;
   });
   t.end_s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (t.finish_reason.empty())
     throw ClientError(FailureKind::Disconnected, 0, "the stream of " + where + " ended without a finish_reason");
-  if (!t.usage_reported) t.completion_tokens = ids_seen > 0 ? ids_seen : output_chunks;
+  if (!t.usage_reported) {
+    t.completion_tokens = ids_seen > 0 ? ids_seen : output_chunks;
+    t.tokens_from_chunks = ids_seen == 0;
+  }
   return t;
 }
 

@@ -57,13 +57,14 @@ Output generate(HttpClient& c, const Prompt& p, const SamplingOptions& s, const 
 
 // A streamed answer timed on the client's steady clock, in seconds after the request was sent.
 struct StreamTiming {
-  double first_token_s = -1;        // TTFT: the first chunk that carries output
+  double first_token_s = -1;        // TTFT: the first event with a choice (a chat role-only delta aside)
   double last_token_s = -1;
   double end_s = -1;                // the stream closed
-  std::vector<double> chunk_s;      // arrival of every chunk that carries output
-  int64_t completion_tokens = 0;    // usage.completion_tokens, else the count of output chunks
+  std::vector<double> chunk_s;      // arrival of every such event (vLLM's benchmark times the same)
+  int64_t completion_tokens = 0;    // usage.completion_tokens, else token ids seen, else non-empty chunks
   int64_t prompt_tokens = 0;
   bool usage_reported = false;
+  bool tokens_from_chunks = false;  // no usage, no token ids: completion_tokens counts chunks
   std::string finish_reason;
   std::string fingerprint;
 };
