@@ -29,6 +29,14 @@ EngineOptions small_options() {
   return o;
 }
 
+// small_options with `seqs` seats and a queue bound of `waiting`, for the QueueFull tests.
+EngineOptions queue_options(int seqs, int waiting) {
+  EngineOptions o = small_options();
+  o.max_num_seqs = seqs;
+  o.max_waiting = waiting;
+  return o;
+}
+
 // Collects callbacks (run on the engine thread) and lets the test wait for them.
 struct Collector {
   std::mutex mu;
@@ -172,13 +180,10 @@ TEST(AsyncEngine, StopAbortsWhatIsLeft) {
 }
 
 TEST(AsyncEngine, BoundedQueueThrowsQueueFull) {
-  EngineOptions o = small_options();
-  o.max_num_seqs = 1;
-  o.max_waiting = 2;
-  AsyncEngine ae(tiny_backend(), o);
+  AsyncEngine ae(tiny_backend(), queue_options(1, 2));
   Collector c;
   SamplingParams p = params_for(0);
-  p.max_tokens = 4000;
+  p.max_tokens = 4000;  // runs until stopped
   const uint64_t running = ae.submit({1, 2, 3}, p, c.callback());
   ASSERT_TRUE(c.wait_first_update(running));  // it runs; the queue is empty
   ae.submit({4}, p, c.callback());
@@ -192,13 +197,10 @@ TEST(AsyncEngine, BoundedQueueThrowsQueueFull) {
 // The bound counts requests waiting for a seat: a burst that free seats take at once is not
 // refused (it was: requests just taken from the inbox counted as waiting for a whole step).
 TEST(AsyncEngine, QueueBoundLeavesOutRequestsFreeSeatsTake) {
-  EngineOptions o = small_options();
-  o.max_num_seqs = 8;
-  o.max_waiting = 2;
-  AsyncEngine ae(tiny_backend(), o);
+  AsyncEngine ae(tiny_backend(), queue_options(8, 2));
   Collector c;
   SamplingParams p = params_for(0);
-  p.max_tokens = 4000;
+  p.max_tokens = 4000;  // runs until stopped
   for (int i = 0; i < 10; ++i) EXPECT_NO_THROW(ae.submit({1, 2, int32_t(3 + i)}, p, c.callback())) << i;
   EXPECT_THROW(ae.submit({9}, p, c.callback()), QueueFull) << "8 seats + 2 waiting are full";
   ae.stop();
@@ -259,13 +261,10 @@ TEST(AsyncEngine, QueueBoundHoldsWhenKvRoomLimitsAdmission) {
 
 // submit_all is all or nothing: refused for the queue or for one invalid request, none is queued.
 TEST(AsyncEngine, SubmitAllQueuesEveryRequestOrNone) {
-  EngineOptions o = small_options();
-  o.max_num_seqs = 1;
-  o.max_waiting = 2;
-  AsyncEngine ae(tiny_backend(), o);
+  AsyncEngine ae(tiny_backend(), queue_options(1, 2));
   Collector c;
   SamplingParams p = params_for(0);
-  p.max_tokens = 4000;
+  p.max_tokens = 4000;  // runs until stopped
   const uint64_t running = ae.submit({1, 2, 3}, p, c.callback());
   ASSERT_TRUE(c.wait_first_update(running));
   auto three = [&] {
