@@ -356,6 +356,12 @@ TEST(CliOptions, NonFiniteAndOutOfRangeValuesAreOneLineErrors) {
       {{"dump-logits", "--model", dir, "--prompts", dir + "/p.json", "--out", dir + "/o.safetensors", "--greedy", "-3"},
        "--greedy"},
       {{"serve", "--port", "0", "--max-model-len", "0x100"}, "--max-model-len"},
+      // Every integer option reads decimal only (CLI11's Range took 0x1F40 as 8000).
+      {{"serve", "--port", "0x1F40"}, "--port"},
+      {{"serve", "--port", "0", "--max-num-seqs", "0x10"}, "--max-num-seqs"},
+      {{"check", "--url", "http://127.0.0.1:1", "--users", "0x10"}, "--users"},
+      {{"bench", "--url", "http://127.0.0.1:1", "--users", "1,0x2"}, "--users"},
+      {{"generate", "--ngram-min", "0x2"}, "--ngram-min"},
       {{"generate", "--max-model-len", "0"}, "--max-model-len"},
       // Positions past the model's max_position_embeddings (the fixture's 4,096), checked once loaded.
       {{"engine-bench", "--model", fixture("qwen3-tiny-tied"), "--device", "cpu", "--context", "5000", "--prefill", "0"},

@@ -82,15 +82,15 @@ Registrar reg(61, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--url", a->url, "server A, e.g. http://127.0.0.1:8000")->required();
   sub->add_option("--vs", a->vs, "server B: runs go A, B, A and the table shows B against A");
   sub->add_option("--users", a->users, "concurrent users, comma-separated")->delimiter(',')->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  sub->add_option("--max-tokens", a->max_tokens, "tokens per answer")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+      ->check(at_least(1, 4096));
+  sub->add_option("--max-tokens", a->max_tokens, "tokens per answer")->capture_default_str()->check(at_least(1, 1 << 20));
   sub->add_option("--input-len", a->input_len, "synthetic prompts of N token ids (ids 100..499) instead of text")
       ->check(at_least(1));
   sub->add_option("--prompts", a->prompts_file, "JSONL prompts (default: the built-in set)");
   sub->add_option("--num-prompts", a->num_prompts, "requests per run (default: max(16, 4 x users))")
       ->check(at_least(1));
   sub->add_option("--seeds", a->seeds, "runs per server and number of users, each in its own prompt order")
-      ->capture_default_str()->check(CLI::Range(1, 100));
+      ->capture_default_str()->check(at_least(1, 100));
   sub->add_option("--temperature", a->temperature, "0 is greedy")->capture_default_str()->check(finite_range(0.0, 100.0));
   sub->add_option("--seed", a->seed, "base sampling seed when --temperature > 0")->check(decimal_seed<int64_t>());
   sub->add_flag("--chat", a->chat, "use /v1/chat/completions with enable_thinking off");

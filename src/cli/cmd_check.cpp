@@ -107,7 +107,7 @@ Registrar reg(60, [](CLI::App& app) -> std::function<int()> {
                   "JSONL prompts: strings, token-id lists, chat message lists, or {\"prompt\"|\"messages\": ...} "
                   "(default: the built-in set, a ~170-token system prompt and 72 questions)");
   sub->add_option("--num-prompts", a->num_prompts, "use only the first N prompts")->check(at_least(1));
-  sub->add_option("--max-tokens", a->max_tokens, "tokens per answer")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--max-tokens", a->max_tokens, "tokens per answer")->capture_default_str()->check(at_least(1, 1 << 20));
   sub->add_option("--temperature", a->temperature, "0 is greedy; above 0 samples with --seed")
       ->capture_default_str()->check(finite_range(0.0, 100.0));
   a->seed_opt = sub->add_option("--seed", a->seed, "seed sent with every request (default 0 when sampling)")
@@ -119,7 +119,7 @@ Registrar reg(60, [](CLI::App& app) -> std::function<int()> {
                 "(lm-evaluation-harness's multiple-choice tasks) read them; completions only");
   sub->add_option("--model", a->model, "model name (default: the first id of /v1/models)");
   sub->add_option("--api-key", a->api_key, "bearer key (default: $OPENAI_API_KEY)");
-  sub->add_option("--users", a->users, "concurrent users for the batch run")->capture_default_str()->check(CLI::Range(1, 4096));
+  sub->add_option("--users", a->users, "concurrent users for the batch run")->capture_default_str()->check(at_least(1, 4096));
   sub->add_option("--timeout", a->timeout, "seconds to wait for any answer before giving up")
       ->capture_default_str()->check(finite_range(0.1, 86400.0));
   sub->add_option("--json", a->json_file, "write everything (runs, outputs, diffs, verdicts) to FILE")->check(writable_file());

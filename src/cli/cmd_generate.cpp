@@ -151,10 +151,10 @@ Registrar reg(20, [](CLI::App& app) -> std::function<int()> {
       ->check(CLI::IsMember({"none", "ngram"}))
       ->capture_default_str();
   sub->add_option("--num-speculative-tokens", a->num_speculative_tokens, "Most drafts verified per step and sequence")
-      ->check(CLI::Range(1, 64))
+      ->check(at_least(1, 64))
       ->capture_default_str();
-  sub->add_option("--ngram-min", a->ngram_min, "Shortest n-gram looked up")->check(CLI::Range(1, 64))->capture_default_str();
-  sub->add_option("--ngram-max", a->ngram_max, "Longest n-gram looked up")->check(CLI::Range(1, 64))->capture_default_str();
+  sub->add_option("--ngram-min", a->ngram_min, "Shortest n-gram looked up")->check(at_least(1, 64))->capture_default_str();
+  sub->add_option("--ngram-max", a->ngram_max, "Longest n-gram looked up")->check(at_least(1, 64))->capture_default_str();
   return [a] { return run_generate(*a); };
 });
 

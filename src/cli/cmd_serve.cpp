@@ -21,7 +21,7 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--model", rt.model_dir, "Same as MODEL_DIR");
   sub->add_option("--host", o->host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o->port, "Port (0: any free port, printed at startup)")
-      ->check(CLI::Range(0, 65535))
+      ->check(at_least(0, 65535))
       ->capture_default_str();
   sub->add_option("--device", rt.device, "cpu (or cuda, cuda:N in CUDA builds)")->capture_default_str();
   sub->add_option("--dtype", rt.dtype, "auto|bfloat16|float16|float32")->capture_default_str();
@@ -38,13 +38,13 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--max-model-len", e.max_model_len, "Context length (default: the model's)")
       ->check(at_least(1, 1 << 24));
   sub->add_option("--max-num-seqs", e.max_num_seqs, "Most sequences in one step")
-      ->check(CLI::Range(1, 1 << 16))
+      ->check(at_least(1, 1 << 16))
       ->capture_default_str();
   sub->add_option("--max-num-batched-tokens", e.max_num_batched_tokens, "Most tokens in one step (chunked prefill)")
-      ->check(CLI::Range(1, 1 << 24))
+      ->check(at_least(1, 1 << 24))
       ->capture_default_str();
   sub->add_option("--block-size", e.block_size, "Tokens per KV-cache block")
-      ->check(CLI::Range(1, 1024))
+      ->check(at_least(1, 1024))
       ->capture_default_str();
   sub->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", e.enable_prefix_caching,
                 "Reuse the K/V of prompt prefixes seen before (default on)");
@@ -52,13 +52,13 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--served-model-name", rt.served_model_name, "Model name in the API (default: MODEL_DIR)");
   sub->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on /v1/* and /reset_prefix_cache (or $VERBATIM_API_KEY)");
   sub->add_option("--num-kv-blocks", e.num_kv_blocks, "KV-cache capacity in blocks (default: sized by the engine)")
-      ->check(CLI::Range(1, 1 << 30));
+      ->check(at_least(1, 1 << 30));
   sub->add_option("--max-queue-len", e.max_waiting, "Waiting requests beyond which new ones get 503")
-      ->check(CLI::Range(1, 1 << 30))
+      ->check(at_least(1, 1 << 30))
       ->capture_default_str();
   sub->add_option("--http-threads", o->http_threads,
                   "Most HTTP connections served at once, a thread each (0: max-num-seqs + max-queue-len + 64)")
-      ->check(CLI::Range(0, 1 << 20))
+      ->check(at_least(0, 1 << 20))
       ->capture_default_str();
   sub->add_option("--generation-config", rt.generation_config,
                   "auto: sampling defaults from generation_config.json; vllm: OpenAI's defaults")
@@ -73,10 +73,10 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--speculative", e.speculative, "none | ngram: drafts copied from the sequence's own text, verified in one step")
       ->check(CLI::IsMember({"none", "ngram"}));
   sub->add_option("--num-speculative-tokens", e.num_speculative_tokens, "Most drafts verified per step and sequence")
-      ->check(CLI::Range(1, 64))
+      ->check(at_least(1, 64))
       ->capture_default_str();
-  sub->add_option("--ngram-min", e.ngram_min, "Shortest n-gram looked up for drafts")->check(CLI::Range(1, 64))->capture_default_str();
-  sub->add_option("--ngram-max", e.ngram_max, "Longest n-gram looked up for drafts")->check(CLI::Range(1, 64))->capture_default_str();
+  sub->add_option("--ngram-min", e.ngram_min, "Shortest n-gram looked up for drafts")->check(at_least(1, 64))->capture_default_str();
+  sub->add_option("--ngram-max", e.ngram_max, "Longest n-gram looked up for drafts")->check(at_least(1, 64))->capture_default_str();
   return [o, positional_dir] {
     // Both spellings naming two folders would leave one silently unused: refused.
     if (!positional_dir->empty()) {
