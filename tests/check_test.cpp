@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "client/compare.h"
+#include "client/generation.h"
 #include "client/sse.h"
 #include "client/url.h"
 #include "support/client_noisy_server.h"
@@ -98,6 +99,46 @@ TEST(ClientCompare, TokensThenLogprobBits) {
   auto row = client::compare_runs({a, a, a}, {a, b, a});
   EXPECT_EQ(row.token_diffs, std::vector<int>{1});
   EXPECT_EQ(row.median_position(), 2.0);
+}
+
+// What a client reads besides the tokens is compared too: the same tokens with another text or
+// finish reason differ.
+TEST(ClientCompare, SameTokensWithAnotherTextOrFinishDiffer) {
+  client::Output a;
+  a.has_token_ids = true;
+  a.token_ids = {1, 2, 3};
+  a.text = " a b c";
+  a.finish_reason = "length";
+  client::Output b = a;
+  EXPECT_FALSE(client::compare_outputs(a, b).differs());
+  b.text = " a b c extra";
+  auto d = client::compare_outputs(a, b);
+  EXPECT_FALSE(d.tokens_differ);
+  EXPECT_TRUE(d.text_differs);
+  b = a;
+  b.finish_reason = "stop";
+  EXPECT_TRUE(client::compare_outputs(a, b).text_differs);
+  auto row = client::compare_runs({a, a}, {a, b});
+  EXPECT_TRUE(row.token_diffs.empty());
+  EXPECT_EQ(row.text_only, std::vector<int>{1});
+  EXPECT_EQ(row.all_differing(), std::vector<int>{1});
+}
+
+// vLLM's chat answers name the reasoning "reasoning" now; chat logprobs without token strings
+// cannot identify tokens, so the text does.
+TEST(ClientParse, ChatReasoningFieldAndLogprobsWithoutTokens) {
+  json answer = {{"choices", {{{"message", {{"role", "assistant"}, {"reasoning", "think "}, {"content", "answer"}}},
+                               {"logprobs", {{"content", {{{"logprob", -0.5}}, {{"logprob", -0.25}}}}}},
+                               {"finish_reason", "stop"}}}}};
+  client::Output o = client::parse_answer(answer, true, "test");
+  EXPECT_EQ(o.text, "think answer");
+  EXPECT_TRUE(o.has_logprobs);
+  EXPECT_EQ(o.logprobs.size(), 2u);
+  EXPECT_TRUE(o.tokens.empty());
+  client::Output other = o;
+  other.text = "think other";
+  EXPECT_EQ(client::common_basis(o, other), client::CompareBasis::TextBytes);
+  EXPECT_TRUE(client::compare_outputs(o, other).tokens_differ);
 }
 
 // ---- against reproducible and non-reproducible servers ------------------------------------------
@@ -259,6 +300,90 @@ TEST(Check, WarnsAndGoesOnWhenTheCacheCannotBeReset) {
   EXPECT_NE(row_of(r.out, "fresh against warm cache").find("(no cache reset)"), std::string::npos) << r.out;
 }
 
+// The mode is real: with a working reset, the warm run's cache hits are caught and blamed.
+TEST(Check, CacheDependentServerIsCaughtOnTheWarmRow) {
+  NoisyServer srv({.mode = NoiseMode::CacheHit, .noise_from = 3});
+  std::string dir = temp_dir("check-cachehit");
+  auto r = run_verbatim(check_args(srv.url(), {}), 60, dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(row_of(r.out, "flushed repeat against fresh").find("0 of 8"), std::string::npos) << r.out;
+  std::string warm = row_of(r.out, "fresh against warm cache");
+  EXPECT_NE(warm.find("8 of 8"), std::string::npos) << r.out;
+  EXPECT_NE(warm.find("the prefix cache causes it"), std::string::npos) << warm;
+  EXPECT_EQ(r.out.find("left the cache warm"), std::string::npos) << r.out;
+}
+
+// A reset that answers OK and empties nothing: every run hits a warm cache, so nothing differs,
+// and check must say that no run started cold instead of a plain "reproducible".
+TEST(Check, ResetThatEmptiesNothingIsNamedNotCalledAPlainPass) {
+  NoisyServer srv({.mode = NoiseMode::CacheHit, .noise_from = 3, .reset_noop = true});
+  std::string dir = temp_dir("check-reset-noop");
+  run_verbatim(check_args(srv.url(), {}), 60, dir);  // fills the server's cache with every prompt
+  auto r = run_verbatim(check_args(srv.url(), {"--json", dir + "/c.json"}), 60, dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("the reset empties nothing"), std::string::npos) << r.out;
+  EXPECT_NE(row_of(r.out, "fresh against warm cache").find("(the reset left the cache warm)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("but the prefix cache was never emptied"), std::string::npos) << r.out;
+  EXPECT_FALSE(read_json_file(dir + "/c.json")["cache_reset"].get<bool>());
+}
+
+// A reset that fails: the rows say so, and the batch is not blamed for what the cache may cause.
+TEST(Check, FailedResetMarksTheRowsAndTheBatchIsNotBlamedAlone) {
+  NoisyServer srv({.mode = NoiseMode::CacheHit, .noise_from = 3, .reset_status = 500});
+  std::string dir = temp_dir("check-reset-500");
+  auto r = run_verbatim(check_args(srv.url(), {}), 60, dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("resetting the prefix cache failed"), std::string::npos) << r.out;
+  std::string users = row_of(r.out, "8 users at once");
+  EXPECT_NE(users.find("(no cache reset)"), std::string::npos) << r.out;
+  EXPECT_EQ(users.find("the batch causes it"), std::string::npos) << users;
+}
+
+// Same token ids and logprobs, another text under concurrency: a client reads the text.
+TEST(Check, TextIsComparedWhenTheTokensMatch) {
+  NoisyServer srv({.mode = NoiseMode::TextUnderConcurrency});
+  std::string dir = temp_dir("check-text");
+  auto r = run_verbatim(check_args(srv.url(), {"--json", dir + "/c.json"}), 60, dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  std::string users = row_of(r.out, "8 users at once");
+  EXPECT_EQ(users.find("0 of 8"), std::string::npos) << r.out;
+  EXPECT_NE(users.find("text or finish_reason differs"), std::string::npos) << users;
+  EXPECT_FALSE(read_json_file(dir + "/c.json")["rows"][2]["text_only"].empty());
+}
+
+// Chat logprobs that carry no token strings, and no token ids: the text identifies the tokens
+// (before, every token read "" and a batch-dependent server passed).
+TEST(Check, ChatLogprobsWithoutTokenStringsAreComparedByText) {
+  NoisyServer srv({.mode = NoiseMode::Concurrency, .noise_from = 4, .strict_fields = true, .chat_lp_without_token = true});
+  std::string dir = temp_dir("check-chat-notoken");
+  auto r = run_verbatim(check_args(srv.url(), {"--chat"}), 60, dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("compared  by text bytes"), std::string::npos) << r.out;
+  EXPECT_EQ(row_of(r.out, "8 users at once").find("0 of 8"), std::string::npos) << r.out;
+}
+
+// One prompt (or --users 1): the users row ran nothing at once, and says so.
+TEST(Check, AUsersRowOfOneUserSaysNothingRanAtOnce) {
+  NoisyServer srv({});
+  std::string dir = temp_dir("check-one-user");
+  auto r = run_verbatim({"check", "--url", srv.url(), "--num-prompts", "3", "--max-tokens", "4", "--users", "1"}, 60, dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("nothing ran at once"), std::string::npos) << r.out;
+}
+
+// A second server that cannot repeat itself alone is not the first server's instability.
+TEST(Check, EachServersAloneRunsJudgeOnlyItsOwnRows) {
+  NoisyServer a({.mode = NoiseMode::Concurrency, .noise_from = 5});
+  NoisyServer b({.mode = NoiseMode::CallCount, .noise_from = 3});
+  std::string dir = temp_dir("check-compare-unstable");
+  auto r = run_verbatim(check_args(a.url(), {"--compare-url", b.url()}), 60, dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  std::string users = row_of(r.out, "8 users at once");
+  EXPECT_NE(users.find("the batch causes it"), std::string::npos) << r.out;
+  std::string cmp = row_of(r.out, "127.0.0.1:" + std::to_string(b.port()) + " against");
+  EXPECT_NE(cmp.find("not reproducible even alone"), std::string::npos) << cmp;
+}
+
 TEST(Check, FallsBackToLogprobTokensWhenTheServerRejectsReturnTokenIds) {
   NoisyServer srv({.mode = NoiseMode::Concurrency, .noise_from = 4, .strict_fields = true});
   std::string dir = temp_dir("check-strict");
@@ -315,6 +440,27 @@ TEST(CheckFailures, ServerThatNeverAnswersTimesOut) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("no answer from"), std::string::npos) << r.err;
   EXPECT_LT(r.seconds, 10);
+}
+
+// Each read quick, the whole answer not: --timeout bounds the whole answer.
+TEST(CheckFailures, AnAnswerDribbledPastTheTimeoutEndsTheRun) {
+  NoisyServer srv({.mode = NoiseMode::Dribble});
+  std::string dir = temp_dir("check-dribble");
+  auto r = run_verbatim(check_args(srv.url(), {"--timeout", "1"}), 30, dir);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("no whole answer from"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 10);
+}
+
+// Answers after the first that drop what the first had (token ids, logprobs) are not compared on
+// less than the header claims: two bare texts would match where the tokens are unknown.
+TEST(CheckFailures, AnswersThatDropWhatTheFirstHadAreRefused) {
+  NoisyServer srv({.mode = NoiseMode::BareAfterFirst});
+  std::string dir = temp_dir("check-bare-later");
+  auto r = run_verbatim(check_args(srv.url(), {}), 60, dir);
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("has no token ids, though the server's first answer had them"), std::string::npos) << r.err;
 }
 
 // An answer with nothing to compare (null text, no token ids or logprobs) must not pass as equal.

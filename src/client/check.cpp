@@ -21,6 +21,29 @@ void ensure_clients(Clients& clients, const Url& url, const ClientOptions& co, i
   while (static_cast<int>(clients.size()) < n) clients.push_back(std::make_unique<HttpClient>(url, co));
 }
 
+// An echoed answer's logprobs start with the prompt's: a null first (OpenAI, vLLM) or more entries
+// than generated tokens.
+bool echoes_prompt(const Output& o) {
+  if (!o.has_logprobs || o.logprobs.empty()) return false;
+  return std::isnan(o.logprobs[0]) || (o.completion_tokens >= 0 && o.logprobs.size() > size_t(o.completion_tokens));
+}
+
+// One answer, held to what the probe found: a server whose later answers drop the token ids, the
+// logprobs or the echoed prompt would otherwise be compared on less than the header says (two
+// empty answers compare equal).
+Output generate_as_probed(HttpClient& c, const Prompt& p, const SamplingOptions& s, const ServerFeatures& f) {
+  Output out = generate(c, p, s, f);
+  auto lacks = [&](const std::string& what) {
+    return ClientError(FailureKind::BadAnswer, 0,
+                       "an answer from " + c.url().text() + " has no " + what +
+                           ", though the server's first answer had them: its answers are not comparable");
+  };
+  if (f.token_ids && !out.has_token_ids) throw lacks("token ids");
+  if (f.logprobs && !out.has_logprobs) throw lacks("logprobs");
+  if (s.echo && !echoes_prompt(out)) throw lacks("prompt logprobs (echo)");
+  return out;
+}
+
 // One pass over the prompt set by `users` concurrent clients (1: one after another).
 std::vector<Output> run_set(const std::string& label, const CheckOptions& o, const SamplingOptions& s,
                             const ServerFeatures& f, int users, Clients& clients, ServerInfo& info,
@@ -31,7 +54,9 @@ std::vector<Output> run_set(const std::string& label, const CheckOptions& o, con
   progress.start(label, static_cast<int>(o.prompts.size()));
   run_users(
       users, static_cast<int>(o.prompts.size()),
-      [&](int u, int i) { outputs[static_cast<size_t>(i)] = generate(*clients[static_cast<size_t>(u)], o.prompts[static_cast<size_t>(i)], s, f); },
+      [&](int u, int i) {
+        outputs[static_cast<size_t>(i)] = generate_as_probed(*clients[static_cast<size_t>(u)], o.prompts[static_cast<size_t>(i)], s, f);
+      },
       [&](int done) { progress.update(done); });
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& out : outputs) info.saw_fingerprint(out.fingerprint);
@@ -42,7 +67,7 @@ std::vector<Output> run_set(const std::string& label, const CheckOptions& o, con
 std::string cause_for(const CheckRow& row, const CheckReport& r) {
   if (row.kind == "flushed_repeat") return "earlier requests change it";
   if (row.kind == "warm_cache") return "the prefix cache causes it";
-  if (row.kind == "users") return "the batch causes it";
+  if (row.kind == "users") return r.cache_reset ? "the batch causes it" : "the batch or the unreset cache causes it";
   if (row.kind == "compare_url")
     return r.compare_diff.empty() ? "the servers differ, though they report the same fingerprint and version"
                                   : "the servers differ: " + r.compare_diff;
@@ -55,7 +80,9 @@ std::string cause_for(const CheckRow& row, const CheckReport& r) {
 std::string verdict_for(const CheckRow& row, const CheckReport& r) {
   bool logprobs = r.features.logprobs;
   if (!row.differs()) return logprobs ? "same tokens and logprobs" : "same tokens";
-  std::string what = row.diff.token_diffs.empty() ? "same tokens, logprob bits differ; " : "";
+  std::string what;
+  if (row.diff.token_diffs.empty())
+    what = row.diff.logprob_only.empty() ? "same tokens, text or finish_reason differs; " : "same tokens, logprob bits differ; ";
   if (!row.alone_unstable.empty())
     return what + "not reproducible even alone: " + std::to_string(row.alone_unstable.size()) + " of " +
            std::to_string(row.alone_tested.size()) + " prompts differ when sent alone twice";
@@ -73,13 +100,6 @@ std::string now_iso() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
-}
-
-// An echoed answer's logprobs start with the prompt's: a null first (OpenAI, vLLM) or more entries
-// than generated tokens.
-bool echoes_prompt(const Output& o) {
-  if (!o.has_logprobs || o.logprobs.empty()) return false;
-  return std::isnan(o.logprobs[0]) || (o.completion_tokens >= 0 && o.logprobs.size() > size_t(o.completion_tokens));
 }
 
 json sampling_json(const SamplingOptions& s) {
@@ -114,8 +134,10 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
   for (const auto& p : o.prompts) route_for(p, s);  // fail before sending anything
 
   CacheResetter resetter(c);
+  bool every_reset_ok = true;  // a reset that answered an error leaves the next run on a warm cache
   auto reset = [&] {
     bool ok = resetter.reset();
+    every_reset_ok = every_reset_ok && ok;
     for (auto& w : resetter.take_warnings()) {
       progress.note("warning: " + w);
       r.warnings.push_back(w);
@@ -132,6 +154,9 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
                              : "the server returns neither token ids nor logprobs: comparing the text's bytes");
 
   r.users = std::max(1, std::min(o.users, static_cast<int>(o.prompts.size())));
+  if (r.users < 2)
+    r.warnings.push_back(o.prompts.size() < 2 ? std::string("one prompt, so nothing ran at once: the users row compares two runs one after another")
+                                              : std::string("--users 1: nothing ran at once: the users row compares two runs one after another"));
   reset();
   r.runs.emplace_back("fresh", run_set("check: fresh run after a cache reset", o, s, r.features, 1, clients, r.server, progress));
   r.runs.emplace_back("warm", run_set("check: repeat against the warm cache", o, s, r.features, 1, clients, r.server, progress));
@@ -140,7 +165,19 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
   reset();
   r.runs.emplace_back("users", run_set("check: " + std::to_string(r.users) + " users at once", o, s, r.features,
                                        r.users, clients, r.server, progress));
-  r.cache_reset = resetter.available();
+  // The first request after a working reset finds nothing cached; one that does shows a reset that
+  // answered OK and emptied nothing, so the fresh and flushed runs ran against a warm cache.
+  bool reset_emptied = true;
+  for (const char* name : {"fresh", "flushed"}) {
+    const Output& first = r.run(name).front();
+    if (resetter.available() && every_reset_ok && first.cached_tokens > 0 && reset_emptied) {
+      reset_emptied = false;
+      r.warnings.push_back("the cache reset answered OK, but the first request after it found " +
+                           std::to_string(first.cached_tokens) + " cached prompt tokens (" + name +
+                           " run): the reset empties nothing, so the cache rows compare a warm cache with a warm cache");
+    }
+  }
+  r.cache_reset = resetter.available() && every_reset_ok && reset_emptied;
 
   auto add_row = [&](std::string name, std::string kind, const std::vector<Output>& ref, const std::vector<Output>& cand) {
     CheckRow row;
@@ -153,7 +190,8 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
   add_row("fresh against warm cache", "warm_cache", r.run("fresh"), r.run("warm"));
   add_row(std::to_string(r.users) + " users at once against one user", "users", r.run("fresh"), r.run("users"));
   if (!r.cache_reset)
-    for (auto& row : r.rows) row.note = "no cache reset";
+    for (auto& row : r.rows) row.note = !resetter.available() || !every_reset_ok ? "no cache reset" : "the reset left the cache warm";
+  if (r.users < 2) r.rows.back().note = r.rows.back().note.empty() ? "nothing ran at once" : r.rows.back().note + "; nothing ran at once";
 
   // A second server: the same prompts, fresh, one user.
   Clients other_clients;
@@ -198,17 +236,18 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
   for (const auto& row : r.rows)
     if (row.kind == "compare_url")
       for (int i : row.diff.all_differing()) differing_other.insert(i);
-  std::set<int> unstable;
+  // Per server: a prompt the second server cannot repeat says nothing about the first one's rows.
+  std::set<int> unstable, unstable_other;
   if (!differing.empty()) {
     progress.start("check: each differing prompt alone twice", static_cast<int>(2 * (differing.size() + differing_other.size())));
     int done = 0;
     for (int i : differing) {
       const Prompt& p = o.prompts[static_cast<size_t>(i)];
       reset();
-      Output a = generate(c, p, s, r.features);
+      Output a = generate_as_probed(c, p, s, r.features);
       progress.update(++done);
       reset();
-      Output b = generate(c, p, s, r.features);
+      Output b = generate_as_probed(c, p, s, r.features);
       progress.update(++done);
       if (compare_outputs(a, b).differs()) unstable.insert(i);
       r.alone.push_back({i, {std::move(a), std::move(b)}});
@@ -216,20 +255,21 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
     for (int i : differing_other) {
       const Prompt& p = o.prompts[static_cast<size_t>(i)];
       other_resetter->reset();
-      Output a = generate(*other_clients[0], p, other_s, other_features);
+      Output a = generate_as_probed(*other_clients[0], p, other_s, other_features);
       progress.update(++done);
       other_resetter->reset();
-      Output b = generate(*other_clients[0], p, other_s, other_features);
+      Output b = generate_as_probed(*other_clients[0], p, other_s, other_features);
       progress.update(++done);
-      if (compare_outputs(a, b).differs()) unstable.insert(i);
+      if (compare_outputs(a, b).differs()) unstable_other.insert(i);
     }
     progress.finish(std::to_string(differing.size()) + " prompts, " + std::to_string(unstable.size()) +
-                    " of them differ alone");
+                    " of them differ alone" +
+                    (o.compare_url.empty() ? "" : " (" + std::to_string(unstable_other.size()) + " on the second server)"));
   }
   for (auto& row : r.rows) {
     row.alone_tested = row.diff.all_differing();
     for (int i : row.alone_tested)
-      if (unstable.count(i)) row.alone_unstable.push_back(i);
+      if (unstable.count(i) || (row.kind == "compare_url" && unstable_other.count(i))) row.alone_unstable.push_back(i);
     row.verdict = verdict_for(row, r);
   }
   if (r.server.fingerprints.size() > 1)
@@ -260,7 +300,12 @@ std::string CheckReport::header(const CheckOptions& o) const {
   std::string sampling = s.temperature == 0 ? "greedy"
                                             : "temperature " + fmt_fixed(s.temperature, 2) +
                                                   (s.seed ? ", seed " + std::to_string(*s.seed) : "");
-  std::string basis = features.token_ids ? "token ids" : features.logprobs ? "token strings" : "text bytes";
+  // The weakest basis any comparison had to use (a chat server's logprobs without token strings
+  // fall back to the text), so the header never claims more than was compared.
+  CompareBasis weakest = features.token_ids ? CompareBasis::TokenIds : features.logprobs ? CompareBasis::TokenStrings : CompareBasis::TextBytes;
+  for (const auto& row : rows)
+    if (static_cast<int>(row.diff.basis) > static_cast<int>(weakest)) weakest = row.diff.basis;
+  std::string basis = basis_name(weakest);
   h += "prompts   " + std::to_string(o.prompts.size()) + " (" + o.prompt_source + "), " +
        (s.ignore_eos ? "exactly " : "up to ") +
        std::to_string(s.max_tokens) + " tokens, " + sampling + ", " +
@@ -277,7 +322,7 @@ std::string CheckReport::table() const {
   for (const auto& row : rows) {
     std::string name = row.name + (row.note.empty() ? "" : " (" + row.note + ")");
     t.add({name,
-           std::to_string(row.diff.token_diffs.size()) + " of " + std::to_string(row.diff.total),
+           std::to_string(row.diff.token_diffs.size() + row.diff.text_only.size()) + " of " + std::to_string(row.diff.total),
            fmt_position(row.diff.median_position()),
            features.logprobs ? std::to_string(row.diff.logprob_only.size()) : "-", row.verdict});
   }
@@ -322,7 +367,8 @@ std::string CheckReport::summary() const {
   int self = differs_in(false), cross = differs_in(true);
   if (self == 0 && cross == 0) {
     s += "result: reproducible: no output differs in " + std::to_string(rows.size()) + " comparisons of " +
-         std::to_string(total) + " prompts\n";
+         std::to_string(total) + " prompts" +
+         (cache_reset ? "" : ", but the prefix cache was never emptied: no run started from a cold cache") + "\n";
   } else if (self > 0) {
     size_t self_rows = static_cast<size_t>(
         std::count_if(rows.begin(), rows.end(), [](const CheckRow& r) { return r.kind != "compare_url" && r.kind != "against"; }));
@@ -366,6 +412,7 @@ json CheckReport::to_json(const CheckOptions& o) const {
       diffs.push_back(json{{"prompt", row.diff.token_diffs[k]}, {"first_diff", row.diff.positions[k]}});
     rj["differing"] = diffs;
     rj["logprobs_only"] = row.diff.logprob_only;
+    rj["text_only"] = row.diff.text_only;
     rj["alone_tested"] = row.alone_tested;
     rj["alone_unstable"] = row.alone_unstable;
     rj["compared_by"] = basis_name(row.diff.basis);

@@ -34,7 +34,7 @@ struct CheckRow {
   std::vector<int> alone_unstable;  // of those, the ones whose two alone answers differ
   std::string verdict;
   std::string note;                 // e.g. why a row is weaker than it looks
-  bool differs() const { return !diff.token_diffs.empty() || !diff.logprob_only.empty(); }
+  bool differs() const { return !diff.token_diffs.empty() || !diff.logprob_only.empty() || !diff.text_only.empty(); }
 };
 
 struct CheckReport {

@@ -67,6 +67,7 @@ OutputDiff compare_outputs(const Output& a, const Output& b) {
         }
     }
   }
+  if (!d.tokens_differ && !d.logprobs_differ) d.text_differs = a.text != b.text || a.finish_reason != b.finish_reason;
   return d;
 }
 
@@ -78,6 +79,7 @@ double RowDiff::median_position() const {
 std::vector<int> RowDiff::all_differing() const {
   std::vector<int> all = token_diffs;
   all.insert(all.end(), logprob_only.begin(), logprob_only.end());
+  all.insert(all.end(), text_only.begin(), text_only.end());
   std::sort(all.begin(), all.end());
   return all;
 }
@@ -96,6 +98,8 @@ RowDiff compare_runs(const std::vector<Output>& reference, const std::vector<Out
       r.positions.push_back(d.first_diff);
     } else if (d.logprobs_differ) {
       r.logprob_only.push_back(static_cast<int>(i));
+    } else if (d.text_differs) {
+      r.text_only.push_back(static_cast<int>(i));
     }
   }
   return r;

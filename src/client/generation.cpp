@@ -80,9 +80,10 @@ Output parse_answer(const json& answer, bool chat, const std::string& where, boo
   if (chat) {
     const json* m = c.contains("message") && c["message"].is_object() ? &c["message"] : nullptr;
     if (m) {
-      has_text = (m->contains("content") && (*m)["content"].is_string()) ||
-                 (m->contains("reasoning_content") && (*m)["reasoning_content"].is_string());
-      o.text = str_or_empty(*m, "reasoning_content") + str_or_empty(*m, "content");  // the order they are written in
+      auto is_str = [&](const char* k) { return m->contains(k) && (*m)[k].is_string(); };
+      has_text = is_str("content") || is_str("reasoning_content") || is_str("reasoning");
+      // The order they are written in; vLLM names the reasoning "reasoning" now, "reasoning_content" before.
+      o.text = str_or_empty(*m, "reasoning_content") + str_or_empty(*m, "reasoning") + str_or_empty(*m, "content");
     }
   } else {
     has_text = c.contains("text") && c["text"].is_string();
@@ -99,11 +100,16 @@ Output parse_answer(const json& answer, bool chat, const std::string& where, boo
     const json& lp = c["logprobs"];
     if (chat && lp.contains("content") && lp["content"].is_array()) {
       o.has_logprobs = true;
+      bool every_token = true;
       for (const auto& e : lp["content"]) {
         if (!e.is_object()) throw bad(where, "has a logprobs entry that is not an object");
+        every_token = every_token && e.contains("token") && e["token"].is_string();
         o.tokens.push_back(str_or_empty(e, "token"));
         read_logprob_value(e.contains("logprob") ? e["logprob"] : json(), o, where);
       }
+      // Entries without their token string cannot identify the tokens (missing ones would all read
+      // ""): then the text is what identifies them.
+      if (!every_token) o.tokens.clear();
     } else if (!chat && lp.contains("token_logprobs") && lp["token_logprobs"].is_array()) {
       o.has_logprobs = true;
       for (const auto& v : lp["token_logprobs"]) {

@@ -102,20 +102,39 @@ ClientError http_status_error(const Url& url, const std::string& method, const s
   return e;
 }
 
-HttpResponse HttpClient::get(const std::string& path) {
+// The read timeout bounds each read only: a server that sends a byte now and then would hold a
+// request forever. So the body goes through a receiver that also keeps the whole answer's deadline.
+HttpResponse HttpClient::exchange(const std::string& method, const std::string& path, const std::string* body) {
+  httplib::Request req;
+  req.method = method;
+  req.path = url_.base + path;
+  if (body) {
+    req.body = *body;
+    req.set_header("Content-Type", "application/json");
+  }
+  std::string received;
+  bool past_deadline = false;
   auto t0 = Clock::now();
-  auto r = impl_->cli.Get(url_.base + path);
-  double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (!r) throw transport_error(url_, "GET " + path, r.error(), dt, opts_);
-  return {r->status, r->body};
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    received.append(data, n);
+    past_deadline = elapsed() > opts_.timeout_s;
+    return !past_deadline;
+  };
+  auto r = impl_->cli.send(req);
+  if (past_deadline)
+    throw ClientError(FailureKind::Timeout, 0,
+                      "no whole answer from " + url_.text() + " within " + std::to_string(int(std::lround(opts_.timeout_s))) +
+                          " s (" + method + " " + path + "): it kept sending, too slowly; raise --timeout if the server is only slow");
+  if (!r) throw transport_error(url_, method + " " + path, r.error(), elapsed(), opts_);
+  return {r->status, std::move(received)};
 }
 
+HttpResponse HttpClient::get(const std::string& path) { return exchange("GET", path, nullptr); }
+
 HttpResponse HttpClient::post(const std::string& path, const json& body) {
-  auto t0 = Clock::now();
-  auto r = impl_->cli.Post(url_.base + path, body.dump(), "application/json");
-  double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (!r) throw transport_error(url_, "POST " + path, r.error(), dt, opts_);
-  return {r->status, r->body};
+  const std::string text = body.dump();
+  return exchange("POST", path, &text);
 }
 
 namespace {

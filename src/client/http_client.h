@@ -37,7 +37,7 @@ class ClientError : public Error {
 
 struct ClientOptions {
   std::string api_key;             // sent as "Authorization: Bearer KEY" when not empty
-  double timeout_s = 300;          // longest wait for any read (a whole answer, or the next SSE event)
+  double timeout_s = 300;          // longest wait for a whole answer (get / post), or for the next SSE event
   double connect_timeout_s = 10;
 };
 
@@ -53,7 +53,8 @@ class HttpClient {
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // Raw exchange: throws only for transport failures (Unreachable, Timeout, Disconnected).
+  // Raw exchange: throws only for transport failures (Unreachable, Timeout, Disconnected); the whole
+  // answer must arrive within timeout_s, not only each read.
   HttpResponse get(const std::string& path);
   HttpResponse post(const std::string& path, const json& body);
 
@@ -69,6 +70,7 @@ class HttpClient {
   const ClientOptions& options() const { return opts_; }
 
  private:
+  HttpResponse exchange(const std::string& method, const std::string& path, const std::string* body);
   struct Impl;
   Url url_;
   ClientOptions opts_;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct NoisyServer::Impl {
   std::atomic<bool> stopping{false};
   std::atomic<int>* completions = nullptr;
   std::atomic<int>* resets = nullptr;
+  std::mutex cache_mu;
+  std::set<std::string> cache;  // CacheHit: the prompts seen since the last (working) reset
 
   explicit Impl(NoisyServerOptions opts) : o(std::move(opts)) {
     svr.new_task_queue = [] { return new httplib::ThreadPool(96); };
@@ -55,12 +58,14 @@ struct NoisyServer::Impl {
   }
 
   // The answer's tokens and logprobs; `crowd` is the most requests seen in flight with this one.
-  void make_tokens(const json& prompt, int n, int crowd, uint64_t call, std::vector<int>& ids, std::vector<double>& lps) {
+  void make_tokens(const json& prompt, int n, int crowd, uint64_t call, bool hit, std::vector<int>& ids,
+                   std::vector<double>& lps) {
     uint64_t h = std::hash<std::string>{}(prompt.dump());
     for (int k = 0; k < n; ++k) {
       uint64_t noise = 0;
       if (k >= o.noise_from) {
         if (o.mode == NoiseMode::Concurrency && crowd > 1) noise = 1000 + static_cast<uint64_t>(crowd);
+        if (o.mode == NoiseMode::CacheHit && hit) noise = 77;
         if (o.mode == NoiseMode::CallCount) noise = 7 + call;
         noise += o.salt * 1000003;
       }
@@ -104,9 +109,15 @@ struct NoisyServer::Impl {
         crowd = std::max(crowd, in_flight.load());
       }
     }
+    bool hit = false;
+    if (o.mode == NoiseMode::CacheHit) {
+      std::lock_guard<std::mutex> lock(cache_mu);
+      hit = !cache.insert(prompt.dump()).second;
+    }
+    if (o.mode == NoiseMode::BareAfterFirst && call > 0) want_ids = want_lp = false;
     std::vector<int> ids;
     std::vector<double> lps;
-    make_tokens(prompt, n, crowd, call, ids, lps);
+    make_tokens(prompt, n, crowd, call, hit, ids, lps);
     in_flight.fetch_sub(1);
     json out;
     out["id"] = "cmpl-noisy-" + std::to_string(call);
@@ -116,6 +127,7 @@ struct NoisyServer::Impl {
     out["system_fingerprint"] = "fp_noisy";
     std::string text;
     for (int id : ids) text += " t" + std::to_string(id);
+    if (o.mode == NoiseMode::TextUnderConcurrency && crowd > 1) text += " extra";
     if (!stream) {
       json c;
       c["index"] = 0;
@@ -126,7 +138,9 @@ struct NoisyServer::Impl {
         if (chat) {
           json content = json::array();
           for (size_t k = 0; k < ids.size(); ++k)
-            content.push_back({{"token", " t" + std::to_string(ids[k])}, {"logprob", lps[k]}, {"top_logprobs", json::array()}});
+            content.push_back(o.chat_lp_without_token
+                                  ? json{{"logprob", lps[k]}}
+                                  : json{{"token", " t" + std::to_string(ids[k])}, {"logprob", lps[k]}, {"top_logprobs", json::array()}});
           c["logprobs"] = {{"content", content}};
         } else {
           json toks = json::array();
@@ -138,6 +152,19 @@ struct NoisyServer::Impl {
       c["finish_reason"] = "length";
       out["choices"] = json::array({c});
       out["usage"] = {{"prompt_tokens", 10}, {"completion_tokens", n}, {"total_tokens", 10 + n}};
+      if (o.mode == NoiseMode::CacheHit) out["usage"]["prompt_tokens_details"] = {{"cached_tokens", hit ? 8 : 0}};
+      if (o.mode == NoiseMode::Dribble) {
+        auto body = std::make_shared<std::string>(out.dump());
+        res.set_chunked_content_provider("application/json", [this, body](size_t offset, httplib::DataSink& sink) {
+          if (offset >= body->size() || stopping) {
+            sink.done();
+            return true;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          return sink.write(body->data() + offset, 1);
+        });
+        return;
+      }
       res.set_content(out.dump(), "application/json");
       return;
     }
@@ -176,6 +203,11 @@ struct NoisyServer::Impl {
     auto reset = [this](const httplib::Request&, httplib::Response& res) {
       if (o.mode == NoiseMode::NoResetRoute) return error(res, 404, "no such route");
       resets->fetch_add(1);
+      if (o.reset_status != 200) return error(res, o.reset_status, "the noisy test server's reset fails on purpose");
+      if (!o.reset_noop) {
+        std::lock_guard<std::mutex> lock(cache_mu);
+        cache.clear();
+      }
       res.set_content("{}", "application/json");
     };
     svr.Post("/reset_prefix_cache", reset);

@@ -20,6 +20,11 @@ enum class NoiseMode {
   Hang,         // completions never answer (until the server stops)
   NoResetRoute, // reproducible, but neither /reset_prefix_cache nor /flush_cache exists
   NullText,     // non-streamed answers carry no text (null), token ids or logprobs: nothing to compare
+  CacheHit,     // a prompt seen since the last reset is a prefix-cache hit (usage's cached_tokens > 0),
+                // and its tokens from noise_from on change
+  BareAfterFirst,  // the first answer has token ids and logprobs, every later one only text
+  TextUnderConcurrency,  // same tokens and logprobs, but the text gains " extra" when others ran at once
+  Dribble,      // non-streamed answers arrive a byte every 200 ms (each read is quick, the whole is not)
 };
 
 struct NoisyServerOptions {
@@ -30,6 +35,9 @@ struct NoisyServerOptions {
   std::string version = "noisy-1";
   uint64_t salt = 0;           // != 0: tokens from noise_from on differ from an unsalted server's
   bool strict_fields = false;  // 400 on "return_token_ids", as a strict OpenAI-only server would
+  int reset_status = 200;      // what /reset_prefix_cache answers (e.g. 500: the reset fails)
+  bool reset_noop = false;     // the reset answers reset_status but empties nothing (CacheHit)
+  bool chat_lp_without_token = false;  // chat logprobs entries carry no "token" string
 };
 
 class NoisyServer {
