@@ -245,6 +245,13 @@ TEST(Check, RecordThenAgainstSaysWhatChanged) {
   r = run_verbatim({"check", "--url", before.url(), "--against", rec, "--users", "4"}, 60, dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(row_of(r.out, "this run against").find("0 of 8"), std::string::npos) << r.out;
+  // Sampling options given beside --against lose to the record's, and the note names them.
+  r = run_verbatim({"check", "--url", before.url(), "--against", rec, "--users", "4", "--max-tokens", "2", "--temperature",
+                    "0.5"},
+                   60, dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("ignored: --max-tokens, --temperature"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("up to 12 tokens, greedy"), std::string::npos) << r.out;
 
   r = run_verbatim({"check", "--url", after.url(), "--against", rec, "--users", "4"}, 60, dir);
   EXPECT_EQ(r.code, 1) << r.out << r.err;
@@ -360,6 +367,20 @@ TEST(Check, ChatLogprobsWithoutTokenStringsAreComparedByText) {
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("compared  by text bytes"), std::string::npos) << r.out;
   EXPECT_EQ(row_of(r.out, "8 users at once").find("0 of 8"), std::string::npos) << r.out;
+}
+
+// Not vacuous: a server whose output ignores the prompt, or the seed, is named.
+TEST(Check, OutputsThatIgnoreThePromptOrTheSeedAreNamed) {
+  NoisyServer same({.same_for_every_prompt = true});
+  std::string dir = temp_dir("check-vacuous");
+  auto r = run_verbatim(check_args(same.url(), {}), 60, dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("all 8 prompts got the same answer"), std::string::npos) << r.out;
+  NoisyServer seedless({});  // its tokens hash the prompt only: every seed samples the same
+  r = run_verbatim(check_args(seedless.url(), {"--temperature", "0.8", "--seed", "5"}), 60, dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("seed 6 gave the same answers as seed 5"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("prompts got the same answer"), std::string::npos) << r.out;
 }
 
 // One prompt (or --users 1): the users row ran nothing at once, and says so.
@@ -613,7 +634,14 @@ TEST(CheckOurServer, TokenIdPromptsOnTheTinyModel) {
   EXPECT_GT(j["runs"]["warm"][0]["cached_tokens"].get<int>(), 0);
   EXPECT_EQ(j["runs"]["flushed"][0]["cached_tokens"], 0);
   EXPECT_NE(r.out.find("cache:   the warm run found"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("warning:"), std::string::npos) << r.out;
   std::cout << r.out;
+  // Seeded sampling on verbatim: reproducible, and the seed matters (no warning that it is ignored).
+  r = run_verbatim({"check", "--url", srv.url(), "--prompts", dir + "/ids.jsonl", "--max-tokens", "16", "--users", "12",
+                    "--temperature", "1.0", "--seed", "11"},
+                   300, dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("warning:"), std::string::npos) << r.out;
 }
 
 // --echo: every prompt token's logprob is compared too, as loglikelihood evals read them.

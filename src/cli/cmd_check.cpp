@@ -20,6 +20,7 @@ struct CheckArgs {
   int64_t seed = 0;
   bool chat = false, ignore_eos = false, echo = false, quiet = false;
   CLI::Option* seed_opt = nullptr;
+  CLI::App* app = nullptr;  // to tell which options were given (--against overrides them)
 };
 
 void write_json(const std::string& path, const client::json& j) {
@@ -64,9 +65,13 @@ int run(const CheckArgs& a) {
       o.prompts = client::builtin_prompts(a.chat);
     }
     if (!a.against_file.empty()) {
-      if (!a.prompts_file.empty())
-        std::fprintf(stderr, "note: --against uses the prompts and sampling of %s, not %s\n", a.against_file.c_str(),
-                     a.prompts_file.c_str());
+      // The record's prompts and sampling are what it is compared with; say which given options lose.
+      std::string ignored;
+      for (const char* opt : {"--prompts", "--max-tokens", "--temperature", "--seed", "--chat", "--ignore-eos", "--echo"})
+        if (a.app->count(opt) > 0) ignored += std::string(ignored.empty() ? "" : ", ") + opt;
+      if (!ignored.empty())
+        std::fprintf(stderr, "note: --against uses the prompts and sampling of %s; ignored: %s\n", a.against_file.c_str(),
+                     ignored.c_str());
       client::apply_record(read_json(a.against_file), a.against_file, o);
     }
     if (a.num_prompts > 0 && static_cast<size_t>(a.num_prompts) < o.prompts.size()) o.prompts.resize(static_cast<size_t>(a.num_prompts));
@@ -120,13 +125,14 @@ Registrar reg(60, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--model", a->model, "model name (default: the first id of /v1/models)");
   sub->add_option("--api-key", a->api_key, "bearer key (default: $OPENAI_API_KEY)");
   sub->add_option("--users", a->users, "concurrent users for the batch run")->capture_default_str()->check(at_least(1, 4096));
-  sub->add_option("--timeout", a->timeout, "seconds to wait for any answer before giving up")
+  sub->add_option("--timeout", a->timeout, "seconds to wait for a whole answer before giving up")
       ->capture_default_str()->check(finite_range(0.1, 86400.0));
   sub->add_option("--json", a->json_file, "write everything (runs, outputs, diffs, verdicts) to FILE")->check(writable_file());
   sub->add_option("--record", a->record_file, "save the fresh run's outputs and the server's fingerprint to FILE")
       ->check(writable_file());
   sub->add_option("--against", a->against_file, "compare a new run with a FILE saved by --record");
   sub->add_flag("--quiet", a->quiet, "no progress output");
+  a->app = sub;
   return [a] { return run(*a); };
 });
 

@@ -160,6 +160,16 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
   reset();
   r.runs.emplace_back("fresh", run_set("check: fresh run after a cache reset", o, s, r.features, 1, clients, r.server, progress));
   r.runs.emplace_back("warm", run_set("check: repeat against the warm cache", o, s, r.features, 1, clients, r.server, progress));
+  // Not vacuous: equal outputs prove nothing when every prompt gets the same answer.
+  if (const auto& fresh = r.run("fresh"); fresh.size() > 1 &&
+      std::all_of(fresh.begin() + 1, fresh.end(), [&](const Output& x) { return !compare_outputs(fresh[0], x).differs(); }))
+    r.warnings.push_back("all " + std::to_string(fresh.size()) +
+                         " prompts got the same answer: the server's output does not depend on the prompt, so equal "
+                         "outputs prove little");
+  // The probe's answer (before any reset) is one more answer to prompt 0.
+  if (compare_outputs(probe, r.run("fresh")[0]).differs())
+    r.warnings.push_back("the first answer to prompt 0 (sent before the first cache reset) differs from the fresh run's "
+                         "answer to it");
   reset();
   r.runs.emplace_back("flushed", run_set("check: repeat after a cache reset", o, s, r.features, 1, clients, r.server, progress));
   reset();
@@ -178,6 +188,20 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
     }
   }
   r.cache_reset = resetter.available() && every_reset_ok && reset_emptied;
+  // Seeded sampling is only tested if the seed matters: a server that ignores it (and samples
+  // the same way every time) would pass every row. Up to 3 prompts again with the next seed.
+  if (s.temperature > 0 && s.seed) {
+    SamplingOptions next = s;
+    next.seed = *s.seed == std::numeric_limits<int64_t>::max() ? *s.seed - 1 : *s.seed + 1;
+    const size_t n = std::min<size_t>(3, o.prompts.size());
+    bool any_changed = false;
+    for (size_t i = 0; i < n && !any_changed; ++i)
+      any_changed = compare_outputs(r.run("fresh")[i], generate_as_probed(c, o.prompts[i], next, r.features)).differs();
+    if (!any_changed)
+      r.warnings.push_back("seed " + std::to_string(*next.seed) + " gave the same answers as seed " + std::to_string(*s.seed) +
+                           " to the first " + std::to_string(n) +
+                           " prompts: the server may ignore the seed, so the sampled runs may prove nothing");
+  }
 
   auto add_row = [&](std::string name, std::string kind, const std::vector<Output>& ref, const std::vector<Output>& cand) {
     CheckRow row;
@@ -222,6 +246,10 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
     for (const auto& j : o.against->at("outputs")) recorded.push_back(Output::from_json(j));
     recorded.resize(std::min(recorded.size(), o.prompts.size()));  // --num-prompts after --against
     r.against_file = o.against_name;
+    if (!recorded.empty() && recorded[0].has_logprobs && !r.features.logprobs)
+      r.warnings.push_back("the record has logprobs, but this server sent none: only the tokens are compared with it");
+    if (!recorded.empty() && recorded[0].has_token_ids && !r.features.token_ids)
+      r.warnings.push_back("the record has token ids, but this server sent none: the record is compared by token strings or text");
     r.runs.emplace_back("record", recorded);
     add_row("this run against " + o.against_name, "against", recorded, r.run("fresh"));
     json rec_desc = o.against->contains("server") ? o.against->at("server") : json::object();

@@ -38,6 +38,7 @@ struct NoisyServerOptions {
   int reset_status = 200;      // what /reset_prefix_cache answers (e.g. 500: the reset fails)
   bool reset_noop = false;     // the reset answers reset_status but empties nothing (CacheHit)
   bool chat_lp_without_token = false;  // chat logprobs entries carry no "token" string
+  bool same_for_every_prompt = false;  // tokens ignore the prompt (an output that proves nothing)
 };
 
 class NoisyServer {
