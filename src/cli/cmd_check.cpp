@@ -65,14 +65,18 @@ int run(const CheckArgs& a) {
       o.prompts = client::builtin_prompts(a.chat);
     }
     if (!a.against_file.empty()) {
-      // The record's prompts and sampling are what it is compared with; say which given options lose.
+      const client::json rec = read_json(a.against_file);
+      client::apply_record(rec, a.against_file, o);
+      // The record's prompts (and its sampling, when it holds one) are what it is compared with:
+      // say which given options lose.
+      const bool has_sampling = rec.contains("sampling") && rec["sampling"].is_object();
       std::string ignored;
       for (const char* opt : {"--prompts", "--max-tokens", "--temperature", "--seed", "--chat", "--ignore-eos", "--echo"})
-        if (a.app->count(opt) > 0) ignored += std::string(ignored.empty() ? "" : ", ") + opt;
+        if (a.app->count(opt) > 0 && (has_sampling || std::string(opt) == "--prompts"))
+          ignored += std::string(ignored.empty() ? "" : ", ") + opt;
       if (!ignored.empty())
         std::fprintf(stderr, "note: --against uses the prompts and sampling of %s; ignored: %s\n", a.against_file.c_str(),
                      ignored.c_str());
-      client::apply_record(read_json(a.against_file), a.against_file, o);
     }
     if (a.num_prompts > 0 && static_cast<size_t>(a.num_prompts) < o.prompts.size()) o.prompts.resize(static_cast<size_t>(a.num_prompts));
 

@@ -34,13 +34,25 @@ inline CLI::Validator finite_range(double lo, double hi, bool low_open = false) 
       desc.str());
 }
 
+// CLI11 converts integer options with strtoll(s, 0), which reads "010" as octal 8 and "0x10" as
+// 16, after the validators have passed the string unchanged: so a validator refuses any spelling
+// but plain decimal digits (an optional '-', no leading zero).
+inline bool plain_decimal(const std::string& s) {
+  const size_t d = !s.empty() && s[0] == '-' ? 1 : 0;
+  if (s.size() == d) return false;
+  for (size_t i = d; i < s.size(); ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return s.size() - d == 1 || s[d] != '0';
+}
+
 // An integer option (or each item of a list option) of at least `lo`, with a short message.
 inline CLI::Validator at_least(long long lo, long long hi = (1LL << 31) - 1) {
   return CLI::Validator(
       [lo, hi](std::string& s) -> std::string {
         long long v = 0;
         std::istringstream in(s);
-        if (!(in >> v) || !(in >> std::ws).eof()) return "'" + s + "' is not an integer";
+        if (!plain_decimal(s) || !(in >> v) || !(in >> std::ws).eof())
+          return "'" + s + "' is not a decimal integer (digits only, no leading zero)";
         if (v < lo || v > hi) return "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + s;
         return {};
       },
@@ -58,7 +70,7 @@ CLI::Validator decimal_seed() {
         T v{};
         const char* end = s.data() + s.size();
         auto [ptr, ec] = std::from_chars(s.data(), end, v, 10);
-        if (ec != std::errc() || ptr != end)  // from_chars takes no '+', no prefix, no spaces
+        if (!plain_decimal(s) || ec != std::errc() || ptr != end)  // from_chars takes no '+', no prefix, no spaces
           return "must be a decimal integer in [" + range + "], got '" + s + "'";
         return {};
       },

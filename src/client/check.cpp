@@ -33,6 +33,9 @@ bool echoes_prompt(const Output& o) {
 // empty answers compare equal).
 Output generate_as_probed(HttpClient& c, const Prompt& p, const SamplingOptions& s, const ServerFeatures& f) {
   Output out = generate(c, p, s, f);
+  // A prompt file may mix routes, and a server's answers differ by route (llama.cpp's completions
+  // carry logprobs as chat's do): hold only the probe's route to what the probe found.
+  if (route_for(p, s) != f.route) return out;
   auto lacks = [&](const std::string& what) {
     return ClientError(FailureKind::BadAnswer, 0,
                        "an answer from " + c.url().text() + " has no " + what +
@@ -200,7 +203,8 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
     if (!any_changed)
       r.warnings.push_back("seed " + std::to_string(*next.seed) + " gave the same answers as seed " + std::to_string(*s.seed) +
                            " to the first " + std::to_string(n) +
-                           " prompts: the server may ignore the seed, so the sampled runs may prove nothing");
+                           " prompts: check could not show that the seed matters (the server may ignore it, or the "
+                           "temperature and --max-tokens leave too little room)");
   }
 
   auto add_row = [&](std::string name, std::string kind, const std::vector<Output>& ref, const std::vector<Output>& cand) {
@@ -229,7 +233,11 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
     if (info2.models.is_null()) info2 = discover_server(*other_clients[0], "");  // its own model name
     other_s.model = info2.model;
     other_resetter = std::make_unique<CacheResetter>(*other_clients[0]);
-    probe_features(*other_clients[0], o.prompts[0], other_s, other_features);
+    const Output other_probe = probe_features(*other_clients[0], o.prompts[0], other_s, other_features);
+    if (s.echo && !echoes_prompt(other_probe))
+      throw Error("--echo: the answer of " + url2.text() +
+                  " carries no prompt logprobs (it ignores echo or sends no logprobs), so the servers cannot be "
+                  "compared on them");
     other_resetter->reset();
     for (auto& w : other_resetter->take_warnings()) {
       progress.note("warning: " + w);
@@ -396,7 +404,7 @@ std::string CheckReport::summary() const {
   if (self == 0 && cross == 0) {
     s += "result: reproducible: no output differs in " + std::to_string(rows.size()) + " comparisons of " +
          std::to_string(total) + " prompts" +
-         (cache_reset ? "" : ", but the prefix cache was never emptied: no run started from a cold cache") + "\n";
+         (cache_reset ? "" : ", but not every run started from an emptied prefix cache") + "\n";
   } else if (self > 0) {
     size_t self_rows = static_cast<size_t>(
         std::count_if(rows.begin(), rows.end(), [](const CheckRow& r) { return r.kind != "compare_url" && r.kind != "against"; }));
@@ -431,7 +439,8 @@ json CheckReport::to_json(const CheckOptions& o) const {
     rj["comparison"] = row.name;
     rj["kind"] = row.kind;
     rj["total"] = row.diff.total;
-    rj["outputs_differ"] = row.diff.token_diffs.size();
+    rj["outputs_differ"] = row.diff.token_diffs.size() + row.diff.text_only.size();  // as the table counts
+    rj["text_only_differ"] = row.diff.text_only.size();
     rj["logprobs_only_differ"] = row.diff.logprob_only.size();
     double m = row.diff.median_position();
     rj["median_first_diff"] = std::isnan(m) ? json() : json(m);

@@ -82,8 +82,10 @@ Output parse_answer(const json& answer, bool chat, const std::string& where, boo
     if (m) {
       auto is_str = [&](const char* k) { return m->contains(k) && (*m)[k].is_string(); };
       has_text = is_str("content") || is_str("reasoning_content") || is_str("reasoning");
-      // The order they are written in; vLLM names the reasoning "reasoning" now, "reasoning_content" before.
-      o.text = str_or_empty(*m, "reasoning_content") + str_or_empty(*m, "reasoning") + str_or_empty(*m, "content");
+      // The order they are written in. vLLM names the reasoning "reasoning" now, "reasoning_content"
+      // before, and some versions send both (one a copy of the other): read one of them.
+      o.text = (is_str("reasoning_content") ? str_or_empty(*m, "reasoning_content") : str_or_empty(*m, "reasoning")) +
+               str_or_empty(*m, "content");
     }
   } else {
     has_text = c.contains("text") && c["text"].is_string();
@@ -185,9 +187,11 @@ StreamTiming generate_streaming(HttpClient& c, const Prompt& p, const SamplingOp
     int64_t ids = ch.contains("token_ids") && ch["token_ids"].is_array() ? int64_t(ch["token_ids"].size()) : 0;
     std::string piece;
     const bool has_delta = chat && ch.contains("delta") && ch["delta"].is_object();
-    if (has_delta)  // vLLM streams reasoning as "reasoning" now, "reasoning_content" before
-      piece = str_or_empty(ch["delta"], "content") + str_or_empty(ch["delta"], "reasoning_content") +
-              str_or_empty(ch["delta"], "reasoning");
+    if (has_delta) {  // vLLM streams reasoning as "reasoning" now, "reasoning_content" before (some versions both)
+      const json& d = ch["delta"];
+      const bool rc = d.contains("reasoning_content") && d["reasoning_content"].is_string();
+      piece = str_or_empty(d, "content") + (rc ? str_or_empty(d, "reasoning_content") : str_or_empty(d, "reasoning"));
+    }
     else if (!chat)
       piece = str_or_empty(ch, "text");
     std::string fr = str_or_empty(ch, "finish_reason");
@@ -219,6 +223,7 @@ Output probe_features(HttpClient& c, const Prompt& p, const SamplingOptions& s, 
   for (int attempt = 0;; ++attempt) {
     try {
       Output o = generate(c, p, s, f);
+      f.route = route_for(p, s);
       f.token_ids = f.token_ids && o.has_token_ids;
       f.logprobs = f.logprobs && o.has_logprobs;
       return o;

@@ -26,6 +26,7 @@ struct SamplingOptions {
 struct ServerFeatures {
   bool token_ids = true;   // accepts "return_token_ids" and answers with choices[].token_ids
   bool logprobs = true;    // answers with logprobs
+  std::string route;       // the probe's route: what it found holds for answers from that route
 };
 
 // One finished answer. Token identity comes from the best source the server gave.

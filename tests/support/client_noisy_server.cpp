@@ -98,6 +98,7 @@ struct NoisyServer::Impl {
     bool want_ids = body.value("return_token_ids", false);
     bool want_lp = chat ? body.value("logprobs", false) : body.contains("logprobs") && body["logprobs"].is_number();
     if (o.mode == NoiseMode::NullText) want_ids = want_lp = false;
+    if (o.completions_without_logprobs && !chat) want_lp = false;
     uint64_t call = calls.fetch_add(1);
     int now = in_flight.fetch_add(1) + 1;
     int crowd = now;

@@ -39,6 +39,7 @@ struct NoisyServerOptions {
   bool reset_noop = false;     // the reset answers reset_status but empties nothing (CacheHit)
   bool chat_lp_without_token = false;  // chat logprobs entries carry no "token" string
   bool same_for_every_prompt = false;  // tokens ignore the prompt (an output that proves nothing)
+  bool completions_without_logprobs = false;  // /v1/completions answers carry no logprobs (chat's do)
 };
 
 class NoisyServer {
