@@ -89,13 +89,14 @@ class ScriptedSse {
   struct Event {
     int delay_ms;
     json data;
+    std::string raw = {};  // written as is instead of "data: <data>" (an SSE comment, say)
   };
   explicit ScriptedSse(std::vector<Event> events) : events_(std::move(events)) {
     auto handler = [this](const httplib::Request&, httplib::Response& res) {
       res.set_chunked_content_provider("text/event-stream", [this](size_t, httplib::DataSink& sink) {
         for (const Event& e : events_) {
           std::this_thread::sleep_for(std::chrono::milliseconds(e.delay_ms));
-          const std::string line = "data: " + e.data.dump() + "\n\n";
+          const std::string line = e.raw.empty() ? "data: " + e.data.dump() + "\n\n" : e.raw;
           sink.write(line.data(), line.size());
         }
         sink.write("data: [DONE]\n\n", 14);
@@ -165,6 +166,89 @@ TEST(BenchTiming, EveryChoiceEventIsTimedAndChunkCountsAreFlagged) {
   EXPECT_EQ(v.chunk_s.size(), 3u);
   EXPECT_GT(v.first_token_s, 0.05) << "TTFT is the reasoning event, not the role chunk";
   EXPECT_EQ(v.completion_tokens, 2);
+}
+
+// What a stream says is held to what it shows: an aborted request is a failure, not an answer;
+// token ids streamed outrank a usage that disagrees; keep-alive comments are not events, so they
+// do not hold off --timeout; vLLM's older error event is a failure with its message.
+TEST(BenchTiming, AbortsLyingUsageKeepAlivesAndOldErrorEvents) {
+  client::Prompt p;
+  p.text = "hi";
+  client::SamplingOptions s;
+  client::ServerFeatures f;
+  auto ids_chunk = [](int id, const char* finish = nullptr) {
+    return json{{"choices", {{{"index", 0}, {"text", " t"}, {"token_ids", {id}}, {"finish_reason", finish ? json(finish) : json(nullptr)}}}}};
+  };
+  auto run = [&](const std::vector<ScriptedSse::Event>& events, double timeout_s) {
+    ScriptedSse srv(events);
+    client::ClientOptions co;
+    co.timeout_s = timeout_s;
+    client::HttpClient c(client::parse_url(srv.url()), co);
+    return client::generate_streaming(c, p, s, f);
+  };
+  const json usage30 = {{"choices", json::array()}, {"usage", {{"prompt_tokens", 3}, {"completion_tokens", 30}}}};
+  // Aborted after 2 tokens: exit-2 material, named.
+  try {
+    run({{10, ids_chunk(1)}, {10, ids_chunk(2)}, {10, ids_chunk(3, "abort")}}, 10);
+    ADD_FAILURE() << "an aborted stream was taken as an answer";
+  } catch (const client::ClientError& e) {
+    EXPECT_NE(std::string(e.what()).find("finish_reason 'abort'"), std::string::npos) << e.what();
+  }
+  // Usage says 30, the stream carried 3 token ids: 3 are counted, and the disagreement flagged.
+  client::StreamTiming t = run({{10, ids_chunk(1)}, {10, ids_chunk(2)}, {10, ids_chunk(3, "length")}, {0, usage30}}, 10);
+  EXPECT_EQ(t.completion_tokens, 3);
+  EXPECT_TRUE(t.usage_disagrees);
+  // Keep-alive comments every 200 ms for 3 s, no event: a 1 s --timeout ends it.
+  std::vector<ScriptedSse::Event> pings;
+  for (int i = 0; i < 15; ++i) pings.push_back({200, json(), ": ping\n\n"});
+  pings.push_back({0, ids_chunk(1, "stop")});
+  {
+    ScriptedSse srv(pings);  // outlives the timing: its teardown waits for the scripted pings
+    client::ClientOptions co;
+    co.timeout_s = 1;
+    client::HttpClient c(client::parse_url(srv.url()), co);
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      client::generate_streaming(c, p, s, f);
+      ADD_FAILURE() << "keep-alive comments held off the timeout";
+    } catch (const client::ClientError& e) {
+      EXPECT_NE(std::string(e.what()).find("no stream event"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+  }
+  // vLLM's older mid-stream error shape.
+  try {
+    run({{10, ids_chunk(1)}, {10, json{{"object", "error"}, {"message", "CUDA out of memory"}}}}, 10);
+    ADD_FAILURE() << "an error event was ignored";
+  } catch (const client::ClientError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA out of memory"), std::string::npos) << e.what();
+  }
+}
+
+// Runs that did less work than the header says, or whose figures cover fewer requests, are named.
+TEST(Bench, ShortAnswersOneEventStreamsAndTooFewPromptsAreNamed) {
+  std::string dir = temp_dir("bench-warnings");
+  {  // answers capped at 3 tokens though --ignore-eos asks for exactly 8
+    NoisyServer srv({.token_delay_ms = 1, .token_cap = 3});
+    auto r = run_verbatim({"bench", "--url", srv.url(), "--users", "1", "--num-prompts", "4", "--max-tokens", "8",
+                           "--ignore-eos", "--seeds", "1"},
+                          60, dir);
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("fewer than 8 tokens in 4 requests though --ignore-eos"), std::string::npos) << r.out;
+  }
+  {  // every answer in one event; 4 users but 2 requests a run
+    NoisyServer srv({.token_delay_ms = 1, .tokens_per_event = 64});
+    auto r = run_verbatim({"bench", "--url", srv.url(), "--users", "4", "--num-prompts", "2", "--max-tokens", "8",
+                           "--seeds", "1", "--json", dir + "/b.json"},
+                          60, dir);
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("sent all the tokens of 2 requests in one event"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("no request produced two or more tokens"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("at most 2 requests were in flight"), std::string::npos) << r.out;
+    json j = json::parse(read_file(dir + "/b.json"));
+    ASSERT_EQ(j["runs"][0]["tpot_ms"].size(), 2u) << "one entry per request, aligned with output_tokens";
+    EXPECT_TRUE(j["runs"][0]["tpot_ms"][0].is_null());
+  }
 }
 
 // A prompt repeated within a run is made distinct at its end; the first copy is unchanged.

@@ -135,6 +135,10 @@ TEST(ClientParse, ChatReasoningFieldAndLogprobsWithoutTokens) {
   EXPECT_TRUE(o.has_logprobs);
   EXPECT_EQ(o.logprobs.size(), 2u);
   EXPECT_TRUE(o.tokens.empty());
+  // A finish reason of a request the server did not complete (vLLM's abort / error) is no answer.
+  json aborted = answer;
+  aborted["choices"][0]["finish_reason"] = "abort";
+  EXPECT_THROW(client::parse_answer(aborted, true, "test"), client::ClientError);
   // Some vLLM versions send the reasoning under both names (one a copy): it is read once.
   answer["choices"][0]["message"]["reasoning_content"] = "think ";
   EXPECT_EQ(client::parse_answer(answer, true, "test").text, "think answer");

@@ -1,6 +1,8 @@
 #include "client/bench.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -182,6 +184,11 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
   if (urls.size() > 1) turns = {{0, 1}, {1, 1}, {0, 2}};
   int total_runs = static_cast<int>(o.users.size() * turns.size()) * o.seeds, run_no = 0;
   std::vector<bool> chunk_counted(urls.size(), false);
+  // Per server: requests whose usage disagreed with their token ids, whose token count passed
+  // --max-tokens, that fell short of it under --ignore-eos, or whose tokens all came in one event.
+  std::vector<int> usage_disagreed(urls.size(), 0), over_max(urls.size(), 0), short_of_exact(urls.size(), 0),
+      one_event(urls.size(), 0);
+  bool any_reset_failed = false;
   for (int u : o.users)
     for (auto [srv, round] : turns)
       for (int seed = 1; seed <= o.seeds; ++seed) {
@@ -192,6 +199,7 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
         run.users = u;
         run.seed = seed;
         run.cache_reset = resetters[static_cast<size_t>(srv)]->reset();
+        any_reset_failed = any_reset_failed || !run.cache_reset;
         for (auto& w : resetters[static_cast<size_t>(srv)]->take_warnings()) {
           progress.note("warning: " + w);
           rep.warnings.push_back(w);
@@ -221,11 +229,16 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
           run.input_tokens += t.prompt_tokens;
           run.request_output_tokens.push_back(t.completion_tokens);
           if (t.tokens_from_chunks) chunk_counted[static_cast<size_t>(srv)] = true;
+          if (t.usage_disagrees) ++usage_disagreed[static_cast<size_t>(srv)];
+          if (t.completion_tokens > s.max_tokens) ++over_max[static_cast<size_t>(srv)];
+          if (s.ignore_eos && t.completion_tokens < s.max_tokens) ++short_of_exact[static_cast<size_t>(srv)];
           run.e2e_s.push_back(t.end_s);
           if (t.first_token_s >= 0) run.ttft_s.push_back(t.first_token_s);
           // TPOT leaves the first token out: it measures decoding, TTFT measures the prefill.
-          if (t.completion_tokens > 1 && t.last_token_s > t.first_token_s)
-            run.tpot_s.push_back((t.last_token_s - t.first_token_s) / double(t.completion_tokens - 1));
+          const bool has_tpot = t.completion_tokens > 1 && t.last_token_s > t.first_token_s;
+          if (has_tpot) run.tpot_s.push_back((t.last_token_s - t.first_token_s) / double(t.completion_tokens - 1));
+          else if (t.completion_tokens > 1) ++one_event[static_cast<size_t>(srv)];  // no span to divide
+          run.request_tpot_s.push_back(has_tpot ? run.tpot_s.back() : std::numeric_limits<double>::quiet_NaN());
           for (size_t k = 1; k < t.chunk_s.size(); ++k) run.itl_s.push_back(t.chunk_s[k] - t.chunk_s[k - 1]);
           rep.servers[static_cast<size_t>(srv)].saw_fingerprint(t.fingerprint);
         }
@@ -239,6 +252,30 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
       rep.warnings.push_back(std::string("server ") + server_letter(int(srv)) +
                              " reported no usage and no token ids in its streams: output tokens were counted as "
                              "streamed chunks (a chunk may hold several tokens), so its TPOT and tok/s may be off");
+  for (size_t srv = 0; srv < urls.size(); ++srv) {
+    const std::string who = std::string("server ") + server_letter(int(srv));
+    if (usage_disagreed[srv] > 0)
+      rep.warnings.push_back(who + "'s usage.completion_tokens disagreed with the token ids it streamed in " +
+                             std::to_string(usage_disagreed[srv]) + " requests: the token ids were counted");
+    if (over_max[srv] > 0)
+      rep.warnings.push_back(who + " returned more tokens than --max-tokens (" + std::to_string(o.sampling.max_tokens) +
+                             ") in " + std::to_string(over_max[srv]) + " requests: it ignores max_tokens, so runs differ in work");
+    if (short_of_exact[srv] > 0)
+      rep.warnings.push_back(who + " returned fewer than " + std::to_string(o.sampling.max_tokens) + " tokens in " +
+                             std::to_string(short_of_exact[srv]) +
+                             " requests though --ignore-eos asked for exactly that many: it may ignore ignore_eos");
+    if (one_event[srv] > 0)
+      rep.warnings.push_back(who + " sent all the tokens of " + std::to_string(one_event[srv]) +
+                             " requests in one event: they have no TPOT, and the TPOT figures are over the others");
+  }
+  if (any_reset_failed)
+    rep.warnings.push_back("a cache reset failed before some runs (see above): those runs may have hit a warm cache");
+  for (int u : o.users)
+    if (prompts_per_run(o, u) < u) {
+      rep.warnings.push_back("--num-prompts " + std::to_string(prompts_per_run(o, u)) + " is below " + std::to_string(u) +
+                             " users: at most " + std::to_string(prompts_per_run(o, u)) + " requests were in flight in those runs");
+      break;
+    }
   if (o.input_len <= 0 && prompts_per_run(o, max_users) > int(o.prompts.size()))
     for (const Prompt& p : o.prompts)
       if (p.kind == Prompt::Kind::TokenIds) {
@@ -247,7 +284,8 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
         break;
       }
   for (const auto& r : rep.runs)
-    if (r.tpot_s.empty()) {
+    if (r.tpot_s.empty() && std::all_of(r.request_output_tokens.begin(), r.request_output_tokens.end(),
+                                        [](int64_t n) { return n <= 1; })) {
       rep.warnings.push_back("no request produced two or more tokens in some runs: TPOT is undefined there "
                              "(raise --max-tokens or pass --ignore-eos)");
       break;
@@ -332,7 +370,7 @@ json BenchReport::to_json(const BenchOptions& o) const {
   for (const auto& r : runs) {
     auto ms = [](const std::vector<double>& v) {
       json a = json::array();
-      for (double x : v) a.push_back(x * 1e3);
+      for (double x : v) a.push_back(std::isnan(x) ? json() : json(x * 1e3));
       return a;
     };
     runs_j.push_back(json{{"server", server_letter(r.server)},
@@ -342,7 +380,7 @@ json BenchReport::to_json(const BenchOptions& o) const {
                           {"cache_reset", r.cache_reset},
                           {"figures", figures_json(r.figures())},
                           {"ttft_ms", ms(r.ttft_s)},
-                          {"tpot_ms", ms(r.tpot_s)},
+                          {"tpot_ms", ms(r.request_tpot_s)},  // per request, in order; null: no TPOT
                           {"e2e_ms", ms(r.e2e_s)},
                           {"output_tokens", r.request_output_tokens}});
   }

@@ -67,6 +67,10 @@ json request_body(const Prompt& p, const SamplingOptions& s, const ServerFeature
   return b;
 }
 
+bool completed_finish_reason(const std::string& r) {
+  return r == "stop" || r == "length" || r == "tool_calls" || r == "function_call" || r == "content_filter";
+}
+
 Output parse_answer(const json& answer, bool chat, const std::string& where, bool echo) {
   if (!answer.is_object()) throw bad(where, "is not a JSON object");
   if (!answer.contains("choices") || !answer["choices"].is_array() || answer["choices"].empty())
@@ -76,6 +80,8 @@ Output parse_answer(const json& answer, bool chat, const std::string& where, boo
   Output o;
   o.fingerprint = str_or_empty(answer, "system_fingerprint");
   o.finish_reason = str_or_empty(c, "finish_reason");
+  if (!o.finish_reason.empty() && !completed_finish_reason(o.finish_reason))
+    throw bad(where, "ended with finish_reason '" + o.finish_reason + "': the server did not complete the request");
   bool has_text = false;
   if (chat) {
     const json* m = c.contains("message") && c["message"].is_object() ? &c["message"] : nullptr;
@@ -170,6 +176,8 @@ StreamTiming generate_streaming(HttpClient& c, const Prompt& p, const SamplingOp
       std::string msg = e.is_object() ? str_or_empty(e, "message") : e.is_string() ? e.get<std::string>() : e.dump();
       throw ClientError(FailureKind::BadAnswer, 0, "the server reported an error during " + where + ": " + msg);
     }
+    if (str_or_empty(j, "object") == "error")  // vLLM's older mid-stream error event
+      throw ClientError(FailureKind::BadAnswer, 0, "the server reported an error during " + where + ": " + str_or_empty(j, "message"));
     if (t.fingerprint.empty()) t.fingerprint = str_or_empty(j, "system_fingerprint");
     if (j.contains("usage") && j["usage"].is_object()) {
       const json& u = j["usage"];
@@ -212,6 +220,15 @@ StreamTiming generate_streaming(HttpClient& c, const Prompt& p, const SamplingOp
   t.end_s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (t.finish_reason.empty())
     throw ClientError(FailureKind::Disconnected, 0, "the stream of " + where + " ended without a finish_reason");
+  if (!completed_finish_reason(t.finish_reason))  // an aborted request's tokens are not a finished answer's
+    throw ClientError(FailureKind::BadAnswer, 0,
+                      "the stream of " + where + " ended with finish_reason '" + t.finish_reason +
+                          "': the server did not complete the request");
+  // The token ids streamed are what was seen; a usage that disagrees with them is not trusted.
+  if (t.usage_reported && ids_seen > 0 && ids_seen != t.completion_tokens) {
+    t.usage_disagrees = true;
+    t.completion_tokens = ids_seen;
+  }
   if (!t.usage_reported) {
     t.completion_tokens = ids_seen > 0 ? ids_seen : output_chunks;
     t.tokens_from_chunks = ids_seen == 0;

@@ -50,6 +50,9 @@ struct Output {
 // The route a prompt goes to; Error for combinations the API cannot express (token ids as chat).
 std::string route_for(const Prompt& p, const SamplingOptions& s);
 json request_body(const Prompt& p, const SamplingOptions& s, const ServerFeatures& f, bool stream);
+// A finish_reason that ends a request the server completed (OpenAI's and vLLM's; vLLM's "abort"
+// and "error" mean it did not).
+bool completed_finish_reason(const std::string& r);
 // Parses a non-streaming answer; ClientError(BadAnswer) naming what is missing. echo: the
 // logprobs start with the prompt's, whose first is null (nothing predicts it; kept as NaN).
 Output parse_answer(const json& answer, bool chat, const std::string& where, bool echo = false);
@@ -66,6 +69,8 @@ struct StreamTiming {
   int64_t prompt_tokens = 0;
   bool usage_reported = false;
   bool tokens_from_chunks = false;  // no usage, no token ids: completion_tokens counts chunks
+  bool usage_disagrees = false;     // usage.completion_tokens differed from the token ids streamed
+                                    // (completion_tokens is then the token ids counted)
   std::string finish_reason;
   std::string fingerprint;
 };

@@ -165,7 +165,17 @@ void HttpClient::post_stream(const std::string& path, const json& body,
   int status = 0;
   std::string error_body;
   std::exception_ptr failure;
-  SseParser sse([&](const std::string& data) { on_data(data); });
+  auto t0 = Clock::now();
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  // The read timeout is per read: keep-alive comments (": ping") or a dribble would hold a stream
+  // with no event forever. So the wait for the next event has its own deadline, and a transport
+  // failure is judged by the time since the last byte, not since the request.
+  Clock::time_point last_event = t0, last_byte = t0;
+  bool stalled = false;
+  SseParser sse([&](const std::string& data) {
+    last_event = Clock::now();
+    on_data(data);
+  });
 
   httplib::Request req;
   req.method = "POST";
@@ -178,23 +188,31 @@ void HttpClient::post_stream(const std::string& path, const json& body,
     return true;
   };
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    last_byte = Clock::now();
     if (status < 200 || status >= 300) {
       if (error_body.size() < 65536) error_body.append(data, n);
       return true;
     }
     try {
       sse.feed(std::string_view(data, n));
+      if (since(last_event) > opts_.timeout_s) {
+        stalled = true;
+        return false;
+      }
       return true;
     } catch (...) {
       failure = std::current_exception();  // never unwind through httplib; cancel, rethrow below
       return false;
     }
   };
-  auto t0 = Clock::now();
   auto r = impl_->cli.send(req);
-  double dt = std::chrono::duration<double>(Clock::now() - t0).count();
   if (failure) std::rethrow_exception(failure);
-  if (!r) throw transport_error(url_, "POST " + path + ", streaming", r.error(), dt, opts_);
+  if (stalled)
+    throw ClientError(FailureKind::Timeout, 0,
+                      "no stream event from " + url_.text() + " within " + std::to_string(int(std::lround(opts_.timeout_s))) +
+                          " s (POST " + path + ", streaming): it sent only keep-alive comments or partial events; raise "
+                          "--timeout if the server is only slow");
+  if (!r) throw transport_error(url_, "POST " + path + ", streaming", r.error(), since(last_byte), opts_);
   if (r->status < 200 || r->status >= 300) throw http_status_error(url_, "POST", path, {r->status, error_body});
   sse.finish();
   if (!sse.saw_done() && sse.events() == 0)

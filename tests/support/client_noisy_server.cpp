@@ -94,6 +94,7 @@ struct NoisyServer::Impl {
     json prompt = chat ? body.value("messages", json()) : body.value("prompt", json());
     if (prompt.is_null()) return error(res, 400, chat ? "messages is required" : "prompt is required");
     int n = body.value("max_tokens", 16);
+    if (o.token_cap > 0) n = std::min(n, o.token_cap);
     bool stream = body.value("stream", false);
     bool want_ids = body.value("return_token_ids", false);
     bool want_lp = chat ? body.value("logprobs", false) : body.contains("logprobs") && body["logprobs"].is_number();
@@ -170,15 +171,20 @@ struct NoisyServer::Impl {
       return;
     }
     int delay = o.token_delay_ms;
-    res.set_chunked_content_provider("text/event-stream", [this, out, ids, chat, n, delay](size_t, httplib::DataSink& sink) {
-      for (size_t k = 0; k < ids.size() && !stopping; ++k) {
+    const size_t per_event = static_cast<size_t>(std::max(1, o.tokens_per_event));
+    res.set_chunked_content_provider("text/event-stream", [this, out, ids, chat, n, delay, per_event](size_t, httplib::DataSink& sink) {
+      for (size_t k = 0; k < ids.size() && !stopping; k += per_event) {
         std::this_thread::sleep_for(std::chrono::milliseconds(delay));
         json chunk = out;
-        json c = {{"index", 0}, {"token_ids", json::array({ids[k]})}};
-        std::string piece = " t" + std::to_string(ids[k]);
+        json c = {{"index", 0}, {"token_ids", json::array()}};
+        std::string piece;
+        for (size_t e = k; e < std::min(ids.size(), k + per_event); ++e) {
+          c["token_ids"].push_back(ids[e]);
+          piece += " t" + std::to_string(ids[e]);
+        }
         if (chat) c["delta"] = {{"content", piece}};
         else c["text"] = piece;
-        c["finish_reason"] = k + 1 == ids.size() ? json("length") : json(nullptr);
+        c["finish_reason"] = k + per_event >= ids.size() ? json("length") : json(nullptr);
         chunk["choices"] = json::array({c});
         std::string line = "data: " + chunk.dump() + "\n\n";
         if (!sink.write(line.data(), line.size())) return false;

@@ -40,6 +40,8 @@ struct NoisyServerOptions {
   bool chat_lp_without_token = false;  // chat logprobs entries carry no "token" string
   bool same_for_every_prompt = false;  // tokens ignore the prompt (an output that proves nothing)
   bool completions_without_logprobs = false;  // /v1/completions answers carry no logprobs (chat's do)
+  int tokens_per_event = 1;    // streamed tokens per SSE event (>= the answer's length: one event)
+  int token_cap = 0;           // > 0: at most this many tokens, whatever max_tokens / ignore_eos say
 };
 
 class NoisyServer {
