@@ -19,8 +19,7 @@ struct CheckArgs {
   double temperature = 0, timeout = 300;
   int64_t seed = 0;
   bool chat = false, ignore_eos = false, echo = false, quiet = false;
-  CLI::Option* seed_opt = nullptr;
-  CLI::App* app = nullptr;  // to tell which options were given (--against overrides them)
+  CLI::App* app = nullptr;  // to tell which options were given (--seed; those --against overrides)
 };
 
 void write_json(const std::string& path, const client::json& j) {
@@ -53,7 +52,7 @@ int run(const CheckArgs& a) {
     o.sampling.max_tokens = a.max_tokens;
     o.sampling.temperature = a.temperature;
     // A sampled run without a seed cannot repeat on any server: seed 0 unless told otherwise.
-    if (a.seed_opt->count() > 0 || a.temperature > 0) o.sampling.seed = a.seed;
+    if (a.app->count("--seed") > 0 || a.temperature > 0) o.sampling.seed = a.seed;
     o.sampling.chat = a.chat;
     o.sampling.ignore_eos = a.ignore_eos;
     o.sampling.echo = a.echo;
@@ -119,8 +118,7 @@ Registrar reg(60, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--max-tokens", a->max_tokens, "tokens per answer")->capture_default_str()->check(at_least(1, 1 << 20));
   sub->add_option("--temperature", a->temperature, "0 is greedy; above 0 samples with --seed")
       ->capture_default_str()->check(finite_range(0.0, 100.0));
-  a->seed_opt = sub->add_option("--seed", a->seed, "seed sent with every request (default 0 when sampling)")
-                    ->check(decimal_seed<int64_t>());
+  sub->add_option("--seed", a->seed, "seed sent with every request (default 0 when sampling)")->check(decimal_seed<int64_t>());
   sub->add_flag("--chat", a->chat, "use /v1/chat/completions with enable_thinking off");
   sub->add_flag("--ignore-eos", a->ignore_eos, "send ignore_eos (vLLM's extension) so every answer is max-tokens long");
   sub->add_flag("--echo", a->echo,

@@ -1,11 +1,11 @@
 #include "client/bench.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <iterator>
+#include <limits>
 #include <memory>
 #include <numeric>
 
@@ -101,7 +101,7 @@ BenchFigures figures_of(const std::vector<const BenchRun*>& runs) {
     f.input_tokens += r->input_tokens;
     f.duration_s += r->duration_s;
     ttft.insert(ttft.end(), r->ttft_s.begin(), r->ttft_s.end());
-    tpot.insert(tpot.end(), r->tpot_s.begin(), r->tpot_s.end());
+    std::copy_if(r->tpot_s.begin(), r->tpot_s.end(), std::back_inserter(tpot), [](double x) { return !std::isnan(x); });
     itl.insert(itl.end(), r->itl_s.begin(), r->itl_s.end());
   }
   f.median_tpot_ms = median(tpot) * 1e3;
@@ -183,12 +183,13 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
   std::vector<std::pair<int, int>> turns = {{0, 1}};
   if (urls.size() > 1) turns = {{0, 1}, {1, 1}, {0, 2}};
   int total_runs = static_cast<int>(o.users.size() * turns.size()) * o.seeds, run_no = 0;
-  std::vector<bool> chunk_counted(urls.size(), false);
-  // Per server: requests whose usage disagreed with their token ids, whose token count passed
-  // --max-tokens, that fell short of it under --ignore-eos, or whose tokens all came in one event.
-  std::vector<int> usage_disagreed(urls.size(), 0), over_max(urls.size(), 0), short_of_exact(urls.size(), 0),
-      one_event(urls.size(), 0);
-  bool any_reset_failed = false;
+  // Per server, requests whose stream says less than the figures need: tokens counted from chunks,
+  // a usage that disagreed with the token ids, more tokens than --max-tokens, fewer under
+  // --ignore-eos, or every token in one event.
+  struct Oddities {
+    int chunk_counted = 0, usage_disagreed = 0, over_max = 0, short_of_exact = 0, one_event = 0;
+  };
+  std::vector<Oddities> odd(urls.size());
   for (int u : o.users)
     for (auto [srv, round] : turns)
       for (int seed = 1; seed <= o.seeds; ++seed) {
@@ -199,7 +200,6 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
         run.users = u;
         run.seed = seed;
         run.cache_reset = resetters[static_cast<size_t>(srv)]->reset();
-        any_reset_failed = any_reset_failed || !run.cache_reset;
         for (auto& w : resetters[static_cast<size_t>(srv)]->take_warnings()) {
           progress.note("warning: " + w);
           rep.warnings.push_back(w);
@@ -228,17 +228,18 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
           run.output_tokens += t.completion_tokens;
           run.input_tokens += t.prompt_tokens;
           run.request_output_tokens.push_back(t.completion_tokens);
-          if (t.tokens_from_chunks) chunk_counted[static_cast<size_t>(srv)] = true;
-          if (t.usage_disagrees) ++usage_disagreed[static_cast<size_t>(srv)];
-          if (t.completion_tokens > s.max_tokens) ++over_max[static_cast<size_t>(srv)];
-          if (s.ignore_eos && t.completion_tokens < s.max_tokens) ++short_of_exact[static_cast<size_t>(srv)];
+          Oddities& od = odd[static_cast<size_t>(srv)];
+          od.chunk_counted += t.tokens_from_chunks;
+          od.usage_disagreed += t.usage_disagrees;
+          od.over_max += t.completion_tokens > s.max_tokens;
+          od.short_of_exact += s.ignore_eos && t.completion_tokens < s.max_tokens;
           run.e2e_s.push_back(t.end_s);
           if (t.first_token_s >= 0) run.ttft_s.push_back(t.first_token_s);
           // TPOT leaves the first token out: it measures decoding, TTFT measures the prefill.
           const bool has_tpot = t.completion_tokens > 1 && t.last_token_s > t.first_token_s;
-          if (has_tpot) run.tpot_s.push_back((t.last_token_s - t.first_token_s) / double(t.completion_tokens - 1));
-          else if (t.completion_tokens > 1) ++one_event[static_cast<size_t>(srv)];  // no span to divide
-          run.request_tpot_s.push_back(has_tpot ? run.tpot_s.back() : std::numeric_limits<double>::quiet_NaN());
+          run.tpot_s.push_back(has_tpot ? (t.last_token_s - t.first_token_s) / double(t.completion_tokens - 1)
+                                        : std::numeric_limits<double>::quiet_NaN());
+          od.one_event += !has_tpot && t.completion_tokens > 1;  // tokens, but no span to divide
           for (size_t k = 1; k < t.chunk_s.size(); ++k) run.itl_s.push_back(t.chunk_s[k] - t.chunk_s[k - 1]);
           rep.servers[static_cast<size_t>(srv)].saw_fingerprint(t.fingerprint);
         }
@@ -247,28 +248,27 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
                         fmt_ms(fig.median_tpot_ms) + " ms, " + fmt_count(fig.output_tok_s) + " output tok/s");
         rep.runs.push_back(std::move(run));
       }
-  for (size_t srv = 0; srv < urls.size(); ++srv)
-    if (chunk_counted[srv])
-      rep.warnings.push_back(std::string("server ") + server_letter(int(srv)) +
-                             " reported no usage and no token ids in its streams: output tokens were counted as "
-                             "streamed chunks (a chunk may hold several tokens), so its TPOT and tok/s may be off");
   for (size_t srv = 0; srv < urls.size(); ++srv) {
+    const Oddities& od = odd[srv];
     const std::string who = std::string("server ") + server_letter(int(srv));
-    if (usage_disagreed[srv] > 0)
+    if (od.chunk_counted > 0)
+      rep.warnings.push_back(who + " reported no usage and no token ids in its streams: output tokens were counted as "
+                                   "streamed chunks (a chunk may hold several tokens), so its TPOT and tok/s may be off");
+    if (od.usage_disagreed > 0)
       rep.warnings.push_back(who + "'s usage.completion_tokens disagreed with the token ids it streamed in " +
-                             std::to_string(usage_disagreed[srv]) + " requests: the token ids were counted");
-    if (over_max[srv] > 0)
+                             std::to_string(od.usage_disagreed) + " requests: the token ids were counted");
+    if (od.over_max > 0)
       rep.warnings.push_back(who + " returned more tokens than --max-tokens (" + std::to_string(o.sampling.max_tokens) +
-                             ") in " + std::to_string(over_max[srv]) + " requests: it ignores max_tokens, so runs differ in work");
-    if (short_of_exact[srv] > 0)
+                             ") in " + std::to_string(od.over_max) + " requests: it ignores max_tokens, so runs differ in work");
+    if (od.short_of_exact > 0)
       rep.warnings.push_back(who + " returned fewer than " + std::to_string(o.sampling.max_tokens) + " tokens in " +
-                             std::to_string(short_of_exact[srv]) +
+                             std::to_string(od.short_of_exact) +
                              " requests though --ignore-eos asked for exactly that many: it may ignore ignore_eos");
-    if (one_event[srv] > 0)
-      rep.warnings.push_back(who + " sent all the tokens of " + std::to_string(one_event[srv]) +
+    if (od.one_event > 0)
+      rep.warnings.push_back(who + " sent all the tokens of " + std::to_string(od.one_event) +
                              " requests in one event: they have no TPOT, and the TPOT figures are over the others");
   }
-  if (any_reset_failed)
+  if (std::any_of(rep.runs.begin(), rep.runs.end(), [](const BenchRun& r) { return !r.cache_reset; }))
     rep.warnings.push_back("a cache reset failed before some runs (see above): those runs may have hit a warm cache");
   for (int u : o.users)
     if (prompts_per_run(o, u) < u) {
@@ -284,8 +284,7 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
         break;
       }
   for (const auto& r : rep.runs)
-    if (r.tpot_s.empty() && std::all_of(r.request_output_tokens.begin(), r.request_output_tokens.end(),
-                                        [](int64_t n) { return n <= 1; })) {
+    if (std::all_of(r.request_output_tokens.begin(), r.request_output_tokens.end(), [](int64_t n) { return n <= 1; })) {
       rep.warnings.push_back("no request produced two or more tokens in some runs: TPOT is undefined there "
                              "(raise --max-tokens or pass --ignore-eos)");
       break;
@@ -380,7 +379,7 @@ json BenchReport::to_json(const BenchOptions& o) const {
                           {"cache_reset", r.cache_reset},
                           {"figures", figures_json(r.figures())},
                           {"ttft_ms", ms(r.ttft_s)},
-                          {"tpot_ms", ms(r.request_tpot_s)},  // per request, in order; null: no TPOT
+                          {"tpot_ms", ms(r.tpot_s)},  // per request, in order; null: no TPOT
                           {"e2e_ms", ms(r.e2e_s)},
                           {"output_tokens", r.request_output_tokens}});
   }

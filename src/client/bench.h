@@ -46,8 +46,8 @@ struct BenchRun {
   int requests = 0;
   double duration_s = 0;
   int64_t output_tokens = 0, input_tokens = 0;
-  std::vector<double> ttft_s, tpot_s, itl_s, e2e_s;
-  std::vector<double> request_tpot_s;  // per request, NaN where it has none (for the JSON's alignment)
+  std::vector<double> ttft_s, itl_s, e2e_s;
+  std::vector<double> tpot_s;       // per request, in order; NaN where it has none (fewer than two tokens, or one event)
   std::vector<int64_t> request_output_tokens;
   bool cache_reset = false;
   BenchFigures figures() const;

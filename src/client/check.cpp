@@ -137,10 +137,8 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
   for (const auto& p : o.prompts) route_for(p, s);  // fail before sending anything
 
   CacheResetter resetter(c);
-  bool every_reset_ok = true;  // a reset that answered an error leaves the next run on a warm cache
   auto reset = [&] {
     bool ok = resetter.reset();
-    every_reset_ok = every_reset_ok && ok;
     for (auto& w : resetter.take_warnings()) {
       progress.note("warning: " + w);
       r.warnings.push_back(w);
@@ -180,17 +178,18 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
                                        r.users, clients, r.server, progress));
   // The first request after a working reset finds nothing cached; one that does shows a reset that
   // answered OK and emptied nothing, so the fresh and flushed runs ran against a warm cache.
+  // (A reset that answered an error, a warning of its own, leaves the next run on a warm cache too.)
   bool reset_emptied = true;
-  for (const char* name : {"fresh", "flushed"}) {
-    const Output& first = r.run(name).front();
-    if (resetter.available() && every_reset_ok && first.cached_tokens > 0 && reset_emptied) {
-      reset_emptied = false;
-      r.warnings.push_back("the cache reset answered OK, but the first request after it found " +
-                           std::to_string(first.cached_tokens) + " cached prompt tokens (" + name +
-                           " run): the reset empties nothing, so the cache rows compare a warm cache with a warm cache");
-    }
-  }
-  r.cache_reset = resetter.available() && every_reset_ok && reset_emptied;
+  if (resetter.every_reset_worked())
+    for (const char* name : {"fresh", "flushed"})
+      if (const Output& first = r.run(name).front(); first.cached_tokens > 0) {
+        reset_emptied = false;
+        r.warnings.push_back("the cache reset answered OK, but the first request after it found " +
+                             std::to_string(first.cached_tokens) + " cached prompt tokens (" + name +
+                             " run): the reset empties nothing, so the cache rows compare a warm cache with a warm cache");
+        break;
+      }
+  r.cache_reset = resetter.every_reset_worked() && reset_emptied;
   // Seeded sampling is only tested if the seed matters: a server that ignores it (and samples
   // the same way every time) would pass every row. Up to 3 prompts again with the next seed.
   if (s.temperature > 0 && s.seed) {
@@ -218,7 +217,7 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
   add_row("fresh against warm cache", "warm_cache", r.run("fresh"), r.run("warm"));
   add_row(std::to_string(r.users) + " users at once against one user", "users", r.run("fresh"), r.run("users"));
   if (!r.cache_reset)
-    for (auto& row : r.rows) row.note = !resetter.available() || !every_reset_ok ? "no cache reset" : "the reset left the cache warm";
+    for (auto& row : r.rows) row.note = resetter.every_reset_worked() ? "the reset left the cache warm" : "no cache reset";
   if (r.users < 2) r.rows.back().note = r.rows.back().note.empty() ? "nothing ran at once" : r.rows.back().note + "; nothing ran at once";
 
   // A second server: the same prompts, fresh, one user.

@@ -17,6 +17,13 @@ std::string str_or_empty(const json& obj, const char* key) {
   return obj[key].get<std::string>();
 }
 
+// A chat message's or delta's reasoning text. vLLM names it "reasoning" now, "reasoning_content"
+// before, and some versions send both (one a copy of the other): read one of them.
+std::string reasoning_of(const json& m) {
+  return m.contains("reasoning_content") && m["reasoning_content"].is_string() ? m["reasoning_content"].get<std::string>()
+                                                                                 : str_or_empty(m, "reasoning");
+}
+
 ClientError bad(const std::string& where, const std::string& what) {
   return ClientError(FailureKind::BadAnswer, 0, "the answer to " + where + " " + what);
 }
@@ -88,10 +95,7 @@ Output parse_answer(const json& answer, bool chat, const std::string& where, boo
     if (m) {
       auto is_str = [&](const char* k) { return m->contains(k) && (*m)[k].is_string(); };
       has_text = is_str("content") || is_str("reasoning_content") || is_str("reasoning");
-      // The order they are written in. vLLM names the reasoning "reasoning" now, "reasoning_content"
-      // before, and some versions send both (one a copy of the other): read one of them.
-      o.text = (is_str("reasoning_content") ? str_or_empty(*m, "reasoning_content") : str_or_empty(*m, "reasoning")) +
-               str_or_empty(*m, "content");
+      o.text = reasoning_of(*m) + str_or_empty(*m, "content");  // the order they are written in
     }
   } else {
     has_text = c.contains("text") && c["text"].is_string();
@@ -195,11 +199,8 @@ StreamTiming generate_streaming(HttpClient& c, const Prompt& p, const SamplingOp
     int64_t ids = ch.contains("token_ids") && ch["token_ids"].is_array() ? int64_t(ch["token_ids"].size()) : 0;
     std::string piece;
     const bool has_delta = chat && ch.contains("delta") && ch["delta"].is_object();
-    if (has_delta) {  // vLLM streams reasoning as "reasoning" now, "reasoning_content" before (some versions both)
-      const json& d = ch["delta"];
-      const bool rc = d.contains("reasoning_content") && d["reasoning_content"].is_string();
-      piece = str_or_empty(d, "content") + (rc ? str_or_empty(d, "reasoning_content") : str_or_empty(d, "reasoning"));
-    }
+    if (has_delta)
+      piece = str_or_empty(ch["delta"], "content") + reasoning_of(ch["delta"]);
     else if (!chat)
       piece = str_or_empty(ch, "text");
     std::string fr = str_or_empty(ch, "finish_reason");

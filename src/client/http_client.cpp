@@ -48,6 +48,15 @@ HttpClient::~HttpClient() = default;
 
 namespace {
 
+// Past --timeout: "no WHAT from URL within N s (WHERE)[: WHY]; raise --timeout ...".
+ClientError too_slow(const Url& url, const ClientOptions& o, const std::string& what, const std::string& where,
+                     const std::string& why = "") {
+  return ClientError(FailureKind::Timeout, 0,
+                     "no " + what + " from " + url.text() + " within " + std::to_string(int(std::lround(o.timeout_s))) +
+                         " s (" + where + ")" + (why.empty() ? "" : ": " + why) +
+                         "; raise --timeout if the server is only slow");
+}
+
 // A transport failure (no httplib response) as a message a user can act on.
 ClientError transport_error(const Url& url, const std::string& what, httplib::Error err, double elapsed_s,
                             const ClientOptions& o) {
@@ -65,10 +74,7 @@ ClientError transport_error(const Url& url, const std::string& what, httplib::Er
     case httplib::Error::Write:
     case httplib::Error::Unknown:
     default:
-      if (elapsed_s >= o.timeout_s * 0.95)
-        return ClientError(FailureKind::Timeout, 0,
-                           "no answer from " + url.text() + " within " + std::to_string(int(std::lround(o.timeout_s))) +
-                               " s" + where + "; raise --timeout if the server is only slow");
+      if (elapsed_s >= o.timeout_s * 0.95) return too_slow(url, o, "answer", what);
       return ClientError(FailureKind::Disconnected, 0,
                          "the server at " + url.text() + " closed the connection" + where +
                              " without a complete, well-formed HTTP answer: did it stop or crash, or is it not an "
@@ -122,10 +128,7 @@ HttpResponse HttpClient::exchange(const std::string& method, const std::string& 
     return !past_deadline;
   };
   auto r = impl_->cli.send(req);
-  if (past_deadline)
-    throw ClientError(FailureKind::Timeout, 0,
-                      "no whole answer from " + url_.text() + " within " + std::to_string(int(std::lround(opts_.timeout_s))) +
-                          " s (" + method + " " + path + "): it kept sending, too slowly; raise --timeout if the server is only slow");
+  if (past_deadline) throw too_slow(url_, opts_, "whole answer", method + " " + path, "it kept sending, too slowly");
   if (!r) throw transport_error(url_, method + " " + path, r.error(), elapsed(), opts_);
   return {r->status, std::move(received)};
 }
@@ -208,10 +211,8 @@ void HttpClient::post_stream(const std::string& path, const json& body,
   auto r = impl_->cli.send(req);
   if (failure) std::rethrow_exception(failure);
   if (stalled)
-    throw ClientError(FailureKind::Timeout, 0,
-                      "no stream event from " + url_.text() + " within " + std::to_string(int(std::lround(opts_.timeout_s))) +
-                          " s (POST " + path + ", streaming): it sent only keep-alive comments or partial events; raise "
-                          "--timeout if the server is only slow");
+    throw too_slow(url_, opts_, "stream event", "POST " + path + ", streaming",
+                   "it sent only keep-alive comments or partial events");
   if (!r) throw transport_error(url_, "POST " + path + ", streaming", r.error(), since(last_byte), opts_);
   if (r->status < 200 || r->status >= 300) throw http_status_error(url_, "POST", path, {r->status, error_body});
   sse.finish();

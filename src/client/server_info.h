@@ -40,6 +40,8 @@ class CacheResetter {
   // True when the cache was reset. False after a warning (no route, or the route failed).
   bool reset();
   bool available() const { return state_ != State::None; }
+  // A route was found and no reset on it has failed (so far).
+  bool every_reset_worked() const { return state_ == State::Found && !warned_failure_; }
   const std::string& route() const { return route_; }
   // Warnings to show the user (each once); cleared by take_warnings().
   std::vector<std::string> take_warnings();
@@ -50,7 +52,7 @@ class CacheResetter {
   State state_ = State::Unknown;
   std::string route_;
   std::vector<std::string> warnings_;
-  bool warned_failure_ = false;
+  bool warned_failure_ = false;  // a reset on the found route failed (warned once)
 };
 
 }  // namespace verbatim::client
