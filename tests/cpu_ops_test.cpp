@@ -200,11 +200,9 @@ TEST(CpuOps, ExpIsWithinTwoUlpOfDoubleExp) {
 
 // The exp recipe as ops.h documents it (and the CUDA kernels mirror it), written plainly with
 // floorf: exp_f32 must give exactly these bits.
-float exp_recipe(float x) {
-  if (x != x) return x;
-  if (x > 88.72283935546875f) return INFINITY;
-  if (x < -103.97208404541015625f) return 0.0f;
-  const float kf = std::floor(x * 1.44269504088896341f + 0.5f);
+// Its reduction and polynomial: kf the integer nearest x / ln2, the return value e^(x - kf ln2).
+float recipe_reduced(float x, float& kf) {
+  kf = std::floor(x * 1.44269504088896341f + 0.5f);
   const float r = (x - kf * 0.693359375f) - kf * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -212,7 +210,14 @@ float exp_recipe(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  const float y = (p * (r * r) + r) + 1.0f;
+  return (p * (r * r) + r) + 1.0f;
+}
+float exp_recipe(float x) {
+  if (x != x) return x;
+  if (x > 88.72283935546875f) return INFINITY;
+  if (x < -103.97208404541015625f) return 0.0f;
+  float kf;
+  const float y = recipe_reduced(x, kf);
   const int k = int(kf), k1 = k / 2, k2 = k - k1;
   return (y * std::ldexp(1.0f, k1)) * std::ldexp(1.0f, k2);
 }
@@ -237,6 +242,38 @@ TEST(CpuOps, ExpFollowsTheDocumentedRecipeBitForBit) {
     ASSERT_EQ(f32_bits(cpu::exp_f32(x)), f32_bits(exp_recipe(x))) << std::hexfloat << x;
   }
   EXPECT_GT(ties, 0);  // the exact-integer case really was exercised
+}
+
+// The CUDA kernels' exp for arguments that are not above 0 (common.cuh exp_nonpos_f32), written
+// plainly: the same polynomial, then y · 2^k as an exponent add of k + 64 (exact: y · 2^(k + 64)
+// is normal for k in [-150, 0]) and one rounding multiply by 2^-64. Its claim is exp_f32's bits on
+// every such float; cuda_ops_test holds the device's to that on all of them, this test holds the
+// argument to it on the CPU: every float whose result is subnormal (where the one rounding is all
+// that matters) and every 61st float below 0 elsewhere.
+float exp_nonpos_recipe(float x) {
+  const bool under = x < -103.97208404541015625f;
+  float kf;
+  const float y = recipe_reduced(under ? 0.0f : x, kf);
+  const uint32_t scaled = f32_bits(y) + ((uint32_t(int(kf)) + 64u) << 23);
+  const float e = bits_f32(scaled) * 0x1p-64f;
+  return x != x ? x : under ? 0.0f : e;
+}
+
+TEST(CpuOps, ExpOfNonPositiveArgumentsIsExpF32BitForBit) {
+  int64_t checked = 0, subnormal = 0;
+  auto check = [&](uint32_t bits) {
+    const float x = bits_f32(bits);
+    const float want = cpu::exp_f32(x);
+    ASSERT_EQ(f32_bits(exp_nonpos_recipe(x)), f32_bits(want)) << std::hexfloat << x;
+    ++checked;
+    subnormal += want > 0.0f && want < 0x1p-126f;
+  };
+  // Every float from -87 (exp ~1.6e-38, near the smallest normal) down to -104 (past the cut to 0).
+  for (uint32_t b = f32_bits(-87.0f); b <= f32_bits(-104.0f); ++b) check(b);
+  for (uint64_t b = 0x80000000u; b <= 0xffffffffu; b += 61) check(uint32_t(b));
+  for (float x : {0.0f, -0.0f, -INFINITY, NAN, -NAN, -0x1p-149f, -1e-8f}) check(f32_bits(x));
+  EXPECT_GT(subnormal, 1000000);  // the subnormal results, where a second rounding would show
+  EXPECT_GT(checked, 35000000);
 }
 
 TEST(CpuOps, SiluMulMatchesDoubleAndRoundsTwice) {

@@ -1198,6 +1198,37 @@ TEST(CudaExp, ExpAndSiluAreTheCpuReferenceOnEveryFloat) {
   EXPECT_EQ(silu_bad, 0) << "first failing chunk starts at bits " << std::hex << first_bad;
 }
 
+// exp_nonpos_f32 (the softmax, merge and sampler exps, whose arguments are never above 0) is
+// exp_f32's function on every float not above 0: the 2^31 with the sign bit set (-0, the
+// negatives, -inf, the negative NaNs), +0 and the positive NaNs, bit for bit.
+TEST(CudaExp, ExpOfNonPositiveArgumentsIsTheCpuReferenceOnEveryOne) {
+  VB_REQUIRE_GPU();
+  constexpr int64_t kChunk = int64_t(1) << 26;
+  DevBuf dout(kChunk * sizeof(float));
+  std::vector<float> got(kChunk);
+  int64_t bad = 0, checked = 0;
+  uint32_t first_bad = 0;
+  auto sweep = [&](uint64_t begin, uint64_t end) {
+    for (uint64_t first = begin; first < end; first += kChunk) {
+      const int64_t n = int64_t(std::min<uint64_t>(kChunk, end - first));
+      cuda::exp_nonpos_sweep(uint32_t(first), n, dout.as<float>(), nullptr);
+      VB_CUDA(cudaMemcpy(got.data(), dout.p, size_t(n) * sizeof(float), cudaMemcpyDeviceToHost));
+      int64_t chunk_bad = 0;
+#pragma omp parallel for reduction(+ : chunk_bad)
+      for (int64_t i = 0; i < n; ++i)
+        if (f32_bits(cpu::exp_f32(bits_f32(uint32_t(first + uint64_t(i))))) != f32_bits(got[size_t(i)])) ++chunk_bad;
+      if (chunk_bad && !bad) first_bad = uint32_t(first);
+      bad += chunk_bad;
+      checked += n;
+    }
+  };
+  sweep(0x80000000u, uint64_t(1) << 32);
+  sweep(0, 1);
+  sweep(0x7f800001u, 0x80000000u);
+  EXPECT_EQ(checked, (int64_t(1) << 31) + 1 + 0x7fffff);
+  EXPECT_EQ(bad, 0) << "first failing chunk starts at bits " << std::hex << first_bad;
+}
+
 TEST(CudaSampler, FollowsTheCpuSamplerAndIsRowInvariant) {
   VB_REQUIRE_GPU();
   const int V = 5003, R = 24;

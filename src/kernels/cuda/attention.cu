@@ -190,9 +190,12 @@ struct NothingBeforePV {
 // selected (p = 0 for masked keys and inactive rows), not branched around: a thread's 16 or 32 exps
 // are independent chains the compiler interleaves (s13_attn, 8B 2,048-token prefill with both
 // halves interleaved: 88.0 / 88.1 ms selected, 89.0 / 89.2 branched, 89.7 / 89.7 neither).
+// pw[nt][h]: the pair (s[nt][2h], s[nt][2h + 1]) as T, packed once: it is both the rounding of p
+// (round then select = select then round, as round(0) = 0) and the P·V operand (p_frags).
 template <typename T, int H0, int H1>
-__device__ __forceinline__ void tile_probs(float (&s)[8][4], int t0, const int (&pos)[2], const bool (&active)[2],
-                                           const float (&m_in)[2], float scale, float (&mn)[2], float (&sum)[2]) {
+__device__ __forceinline__ void tile_probs(float (&s)[8][4], uint32_t (&pw)[8][2], int t0, const int (&pos)[2],
+                                           const bool (&active)[2], const float (&m_in)[2], float scale,
+                                           float (&mn)[2], float (&sum)[2]) {
   const int tig = threadIdx.x & 3;
   float mt[2] = {kNegInf, kNegInf}, sm[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -219,11 +222,19 @@ __device__ __forceinline__ void tile_probs(float (&s)[8][4], int t0, const int (
 #pragma unroll
       for (int h = H0; h < H1; ++h) {
         const float v = s[nt][2 * h + e];
-        const float x = round_as<T>(exp_f32(fsub(v, mn[h])));  // NaN for an inactive row: not selected
-        const float p = (active[h] && v != kNegInf) ? x : 0.0f;
-        s[nt][2 * h + e] = p;
-        sm[h] = fadd(sm[h], p);
+        const float x = exp_nonpos_f32(fsub(v, mn[h]));  // v <= mn; an inactive row's is not selected
+        s[nt][2 * h + e] = (active[h] && v != kNegInf) ? x : 0.0f;
       }
+  // Each row's sum over its p in key order (nt, then e), as rounded to T.
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int h = H0; h < H1; ++h) {
+      pw[nt][h] = pack2<T>(s[nt][2 * h], s[nt][2 * h + 1]);
+      s[nt][2 * h] = lo_f<T>(pw[nt][h]);
+      s[nt][2 * h + 1] = hi_f<T>(pw[nt][h]);
+      sm[h] = fadd(fadd(sm[h], s[nt][2 * h]), s[nt][2 * h + 1]);
+    }
   // Quad sum in a fixed tree; every lane of the quad ends with the same bits.
 #pragma unroll
   for (int h = H0; h < H1; ++h) sm[h] = fadd(sm[h], __shfl_xor_sync(0xffffffffu, sm[h], 1));
@@ -233,23 +244,26 @@ __device__ __forceinline__ void tile_probs(float (&s)[8][4], int t0, const int (
   for (int h = H0; h < H1; ++h) sum[h] = sm[h];
 }
 // What tile_probs gives a half with no active row (p = 0, sum = +0, mn = m_in), without its exps.
-__device__ __forceinline__ void idle_half(float (&s)[8][4], int h, const float (&m_in)[2], float (&mn)[2],
-                                          float (&sum)[2]) {
+__device__ __forceinline__ void idle_half(float (&s)[8][4], uint32_t (&pw)[8][2], int h, const float (&m_in)[2],
+                                          float (&mn)[2], float (&sum)[2]) {
 #pragma unroll
-  for (int nt = 0; nt < 8; ++nt) s[nt][2 * h] = s[nt][2 * h + 1] = 0.0f;
+  for (int nt = 0; nt < 8; ++nt) {
+    s[nt][2 * h] = s[nt][2 * h + 1] = 0.0f;
+    pw[nt][h] = 0u;
+  }
   mn[h] = m_in[h];
   sum[h] = 0.0f;
 }
 // tile_compute's first half: the scores, then the probabilities in s (rows gid, gid + 8 of key
-// block nt at s[nt][2h], s[nt][2h + 1]), mn, sum and active. Unless INTERLEAVE, a half whose rows
+// block nt at s[nt][2h], s[nt][2h + 1]) and packed as T in pw (tile_probs), mn, sum and active. Unless INTERLEAVE, a half whose rows
 // are all inactive skips its exps (a decode item has rows = the kv group, < 8 on Qwen3), the halves
 // one after the other; INTERLEAVE (the fold kernel, where every row of a prefill item is valid)
 // runs both halves interleaved (tile_probs). Same bits either way.
 template <typename T, int HD, typename KSrc, bool INTERLEAVE = false>
 __device__ __forceinline__ void tile_scores(const uint32_t (&qa)[HD / 16][4], const KSrc& kf, int t0,
                                             const int (&pos)[2], const bool (&valid)[2], const float (&m_in)[2],
-                                            float scale, float (&s)[8][4], float (&mn)[2], float (&sum)[2],
-                                            bool (&active)[2]) {
+                                            float scale, float (&s)[8][4], uint32_t (&pw)[8][2], float (&mn)[2],
+                                            float (&sum)[2], bool (&active)[2]) {
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
@@ -263,12 +277,12 @@ __device__ __forceinline__ void tile_scores(const uint32_t (&qa)[HD / 16][4], co
 #pragma unroll
   for (int h = 0; h < 2; ++h) active[h] = valid[h] && t0 <= pos[h];  // a row skips tiles past its own position
   if constexpr (INTERLEAVE) {
-    tile_probs<T, 0, 2>(s, t0, pos, active, m_in, scale, mn, sum);
+    tile_probs<T, 0, 2>(s, pw, t0, pos, active, m_in, scale, mn, sum);
   } else {
-    if (__any_sync(0xffffffffu, active[0])) tile_probs<T, 0, 1>(s, t0, pos, active, m_in, scale, mn, sum);
-    else idle_half(s, 0, m_in, mn, sum);
-    if (__any_sync(0xffffffffu, active[1])) tile_probs<T, 1, 2>(s, t0, pos, active, m_in, scale, mn, sum);
-    else idle_half(s, 1, m_in, mn, sum);
+    if (__any_sync(0xffffffffu, active[0])) tile_probs<T, 0, 1>(s, pw, t0, pos, active, m_in, scale, mn, sum);
+    else idle_half(s, pw, 0, m_in, mn, sum);
+    if (__any_sync(0xffffffffu, active[1])) tile_probs<T, 1, 2>(s, pw, t0, pos, active, m_in, scale, mn, sum);
+    else idle_half(s, pw, 1, m_in, mn, sum);
   }
 }
 // V's fragments of key block j (16 keys) for output columns 8 nt .. 8 nt + 15 (ldmatrix).
@@ -280,15 +294,14 @@ __device__ __forceinline__ void v_frags(const T* vs, int j, int nt, uint32_t (&b
                : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
                : "r"(smem_addr(src)));
 }
-// The probabilities as MMA A fragments, key block j (16 keys) in pa[j].
-template <typename T>
-__device__ __forceinline__ void p_frags(const float (&s)[8][4], uint32_t (&pa)[4][4]) {
+// The probabilities as MMA A fragments, key block j (16 keys) in pa[j], from tile_probs' packed pairs.
+__device__ __forceinline__ void p_frags(const uint32_t (&pw)[8][2], uint32_t (&pa)[4][4]) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    pa[j][0] = pack2<T>(s[2 * j][0], s[2 * j][1]);
-    pa[j][1] = pack2<T>(s[2 * j][2], s[2 * j][3]);
-    pa[j][2] = pack2<T>(s[2 * j + 1][0], s[2 * j + 1][1]);
-    pa[j][3] = pack2<T>(s[2 * j + 1][2], s[2 * j + 1][3]);
+    pa[j][0] = pw[2 * j][0];
+    pa[j][1] = pw[2 * j][1];
+    pa[j][2] = pw[2 * j + 1][0];
+    pa[j][3] = pw[2 * j + 1][1];
   }
 }
 // The transposed tile (the ring kernel's consumers on items of <= 8 rows): keys as the MMA's m and
@@ -366,8 +379,18 @@ __device__ __forceinline__ void tile_compute_tr(const uint32_t (&qb)[HD / 16][2]
     for (int e = 0; e < 4; ++e) {
       const int c = e & 1;
       const float v = s[mt][e];
-      const float x = round_as<T>(exp_f32(fsub(v, mn[c])));  // NaN for an inactive row: not selected
+      const float x = exp_nonpos_f32(fsub(v, mn[c]));  // v <= mn; an inactive row's is not selected
       s[mt][e] = (active[c] && v != kNegInf) ? x : 0.0f;
+    }
+  // Rounded to T once, packed as (row 2 tig, row 2 tig + 1) pairs: the sums' p and P^T's operand.
+  uint32_t pw[4][2];
+#pragma unroll
+  for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+    for (int hb = 0; hb < 2; ++hb) {
+      pw[mt][hb] = pack2<T>(s[mt][2 * hb], s[mt][2 * hb + 1]);
+      s[mt][2 * hb] = lo_f<T>(pw[mt][hb]);
+      s[mt][2 * hb + 1] = hi_f<T>(pw[mt][hb]);
     }
   // The ordered sums: key block nt = 2 mt + (e >> 1); this lane's row is 2 tig + odd.
   float sm = 0.0f;
@@ -391,8 +414,8 @@ __device__ __forceinline__ void tile_compute_tr(const uint32_t (&qb)[HD / 16][2]
   uint32_t pb[4][2];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    pb[j][0] = movmatrix_trans(pack2<T>(s[j][0], s[j][1]));
-    pb[j][1] = movmatrix_trans(pack2<T>(s[j][2], s[j][3]));
+    pb[j][0] = movmatrix_trans(pw[j][0]);
+    pb[j][1] = movmatrix_trans(pw[j][1]);
   }
 #pragma unroll
   for (int mt = 0; mt < HD / 16; ++mt)
@@ -415,14 +438,15 @@ __device__ __forceinline__ void tile_compute(const uint32_t (&qa)[HD / 16][4], c
                                              float scale, float (&mn)[2], float (&sum)[2], bool (&active)[2],
                                              float (&o)[HD / 8][4], BeforePV before_pv = {}) {
   float s[8][4];
-  tile_scores<T, HD>(qa, kf, t0, pos, valid, m_in, scale, s, mn, sum, active);
+  uint32_t pw[8][2];
+  tile_scores<T, HD>(qa, kf, t0, pos, valid, m_in, scale, s, pw, mn, sum, active);
   before_pv();
 #pragma unroll
   for (int n = 0; n < HD / 8; ++n)
 #pragma unroll
     for (int c = 0; c < 4; ++c) o[n][c] = 0.0f;
   uint32_t pa[4][4];
-  p_frags<T>(s, pa);
+  p_frags(pw, pa);
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
 #pragma unroll
@@ -442,8 +466,8 @@ __device__ __forceinline__ float fold_elem(float acc, float oi, float fa, float 
 }
 __device__ __forceinline__ void fold_scalars(float& m, float& l, float mi, float li, float& fa, float& fb) {
   const float mn = fmaxf(m, mi);
-  fa = exp_f32(fsub(m, mn));
-  fb = exp_f32(fsub(mi, mn));
+  fa = exp_nonpos_f32(fsub(m, mn));  // m, mi <= mn
+  fb = exp_nonpos_f32(fsub(mi, mn));
   l = fold_elem(l, li, fa, fb);
   m = mn;
 }
@@ -694,7 +718,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (!active[h]) continue;
-        const float alpha = (m[h] == kNegInf) ? 0.0f : exp_f32(fsub(m[h], mn[h]));
+        const float alpha = (m[h] == kNegInf) ? 0.0f : exp_nonpos_f32(fsub(m[h], mn[h]));  // m <= mn
         l[h] = fadd(fmul(l[h], alpha), sum[h]);
 #pragma unroll
         for (int n = 0; n < HD / 8; ++n)
@@ -935,9 +959,10 @@ __global__ void __launch_bounds__(kThreads, PVC > 0 ? 3 : 1) attention_fold_kern
       constexpr int kBlocks = (PVC > 0 && PVC / 8 < HD / 8) ? PVC / 8 : HD / 8;  // 8-column blocks per group
       const float fresh[2] = {kNegInf, kNegInf};
       float s[8][4], mn[2], sum[2], fa[2] = {0.0f, 0.0f}, fb[2] = {0.0f, 0.0f};
+      uint32_t pw[8][2];
       bool active[2];
-      tile_scores<T, HD, KFromSmem<T, HD>, INTERLEAVE>(qa, KFromSmem<T, HD>{ks}, t0, pos, valid, fresh, a.scale, s, mn,
-                                                   sum, active);
+      tile_scores<T, HD, KFromSmem<T, HD>, INTERLEAVE>(qa, KFromSmem<T, HD>{ks}, t0, pos, valid, fresh, a.scale, s, pw,
+                                                   mn, sum, active);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (!active[h]) continue;
@@ -946,7 +971,7 @@ __global__ void __launch_bounds__(kThreads, PVC > 0 ? 3 : 1) attention_fold_kern
         else fold_scalars(m[h], l[h], mn[h], lt, fa[h], fb[h]);
       }
       uint32_t pa[4][4];
-      p_frags<T>(s, pa);
+      p_frags(pw, pa);
 #pragma unroll
       for (int nt = 0; nt < HD / 8; nt += kBlocks) {
         float o[kBlocks][4] = {};

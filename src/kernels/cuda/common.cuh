@@ -31,10 +31,16 @@ template <> __device__ __forceinline__ f16 from_f<f16>(float x) { return __float
 // The value x takes once stored as T (round to nearest even), kept in fp32.
 template <typename T> __device__ __forceinline__ float round_as(float x) { return to_f(from_f<T>(x)); }
 
-// Two values of T packed in 32 bits (low half = first).
-template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b) {
-  T lo = from_f<T>(a), hi = from_f<T>(b);
-  return uint32_t(*reinterpret_cast<uint16_t*>(&lo)) | (uint32_t(*reinterpret_cast<uint16_t*>(&hi)) << 16);
+// Two values of T packed in 32 bits (low half = first), each rounded to nearest even as from_f:
+// one paired conversion (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32) instead of two and a merge.
+template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b);
+template <> __device__ __forceinline__ uint32_t pack2<bf16>(float a, float b) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+template <> __device__ __forceinline__ uint32_t pack2<f16>(float a, float b) {
+  const __half2 v = __floats2half2_rn(a, b);
+  return *reinterpret_cast<const uint32_t*>(&v);
 }
 template <typename T> __device__ __forceinline__ float lo_f(uint32_t v) {
   uint16_t b = uint16_t(v & 0xffffu);
@@ -50,12 +56,10 @@ template <typename T> __device__ __forceinline__ float hi_f(uint32_t v) {
 // run the polynomial on 0, then the special value is selected): early returns made each call its
 // own basic block, so a thread's 16 or 32 exps of a tile ran one after another (ptxas cannot
 // interleave across the branches); straight-line, their chains overlap.
-__device__ __forceinline__ float exp_f32(float x) {
-  const bool is_nan = x != x;
-  const bool over = x > 88.72283935546875f;
-  const bool under = x < -103.97208404541015625f;
-  const float xc = (is_nan || over || under) ? 0.0f : x;
-  const float kf = floorf(fadd(fmul(xc, 1.44269504088896341f), 0.5f));
+// Its reduction and polynomial: kf = the integer nearest xc / ln2, and the return value y = e^r
+// for r = xc - kf ln2 (ln2 in two parts, Cody-Waite), so e^xc = y · 2^kf.
+__device__ __forceinline__ float exp_reduced(float xc, float& kf) {
+  kf = floorf(fadd(fmul(xc, 1.44269504088896341f), 0.5f));
   const float r = fsub(fsub(xc, fmul(kf, 0.693359375f)), fmul(kf, -2.12194440e-4f));
   float p = 1.9875691500e-4f;
   p = fadd(fmul(p, r), 1.3981999507e-3f);
@@ -63,13 +67,36 @@ __device__ __forceinline__ float exp_f32(float x) {
   p = fadd(fmul(p, r), 4.1665795894e-2f);
   p = fadd(fmul(p, r), 1.6666665459e-1f);
   p = fadd(fmul(p, r), 5.0000001201e-1f);
-  const float y = fadd(fadd(fmul(p, fmul(r, r)), r), 1.0f);
+  return fadd(fadd(fmul(p, fmul(r, r)), r), 1.0f);
+}
+__device__ __forceinline__ float exp_f32(float x) {
+  const bool is_nan = x != x;
+  const bool over = x > 88.72283935546875f;
+  const bool under = x < -103.97208404541015625f;
+  const float xc = (is_nan || over || under) ? 0.0f : x;
+  float kf;
+  const float y = exp_reduced(xc, kf);
   const int k = int(kf);
   const int k1 = k / 2, k2 = k - k1;
   const float e = fmul(fmul(y, __int_as_float((k1 + 127) << 23)), __int_as_float((k2 + 127) << 23));  // exact 2^k1, 2^k2
   return is_nan ? x : over ? __int_as_float(0x7f800000) : under ? 0.0f : e;
 }
 __device__ __forceinline__ float silu_f32(float x) { return fdiv(x, fadd(1.0f, exp_f32(-x))); }
+// exp_f32's bits for every x that is not above 0 (x <= 0, -inf, NaN): the softmax and merge exps,
+// whose argument is a value minus a maximum over it. Fewer instructions (the attention's fold and
+// ring consumers spend most of their issue slots on ~32 exps a tile): no overflow case, and y · 2^k
+// for k in [-150, 0] as one exact exponent add (y in [0.7, 1.42], so y · 2^(k + 64) is normal)
+// then one rounding multiply by 2^-64, where exp_f32 takes y · 2^k1 (exact) · 2^k2 (the one
+// rounding): the same value. Held to cpu::exp_f32 on every such float (cuda_ops_test CudaExp).
+__device__ __forceinline__ float exp_nonpos_f32(float x) {
+  const bool under = x < -103.97208404541015625f;
+  const float xc = under ? 0.0f : x;  // a NaN runs through and is selected away at the end
+  float kf;
+  const float y = exp_reduced(xc, kf);
+  const int k = int(kf);
+  const float e = fmul(__uint_as_float(__float_as_uint(y) + ((uint32_t(k) + 64u) << 23)), 5.42101086242752217e-20f);  // 2^-64
+  return x != x ? x : under ? 0.0f : e;
+}
 
 // D = A·B + C for one m16n8k16 tile, fp32 accumulation (PTX ISA fragment layouts).
 template <typename T> __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);

@@ -1,4 +1,4 @@
-// The device's exp_f32 and silu_f32 (common.cuh) over a range of float bit patterns, so a test can
+// The device's exp_f32, silu_f32 and exp_nonpos_f32 (common.cuh) over a range of float bit patterns, so a test can
 // hold them to the CPU reference's on every one of the 2^32 floats.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/kernels.h"
@@ -13,6 +13,10 @@ __global__ void exp_silu_sweep_kernel(uint32_t first, int64_t n, float* exp_out,
   exp_out[i] = exp_f32(x);
   silu_out[i] = silu_f32(x);
 }
+__global__ void exp_nonpos_sweep_kernel(uint32_t first, int64_t n, float* out) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = exp_nonpos_f32(__uint_as_float(first + uint32_t(i)));
+}
 
 }  // namespace
 
@@ -20,6 +24,13 @@ void exp_silu_sweep(uint32_t first, int64_t n, float* exp_out, float* silu_out, 
   if (n <= 0) return;
   const int threads = 256;
   exp_silu_sweep_kernel<<<ceil_div(n, threads), threads, 0, stream>>>(first, n, exp_out, silu_out);
+  VB_CUDA_LAUNCHED();
+}
+
+void exp_nonpos_sweep(uint32_t first, int64_t n, float* out, cudaStream_t stream) {
+  if (n <= 0) return;
+  const int threads = 256;
+  exp_nonpos_sweep_kernel<<<ceil_div(n, threads), threads, 0, stream>>>(first, n, out);
   VB_CUDA_LAUNCHED();
 }
 

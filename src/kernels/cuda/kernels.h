@@ -215,6 +215,8 @@ void gather_rows(const void* x, int64_t D, const int32_t* rows, int64_t R, DType
 // ---- exp_f32 / silu_f32 of the floats with bits first .. first + n - 1 (exp_sweep.cu): the
 // test that the device's exp and silu are the CPU reference's on every float.
 void exp_silu_sweep(uint32_t first, int64_t n, float* exp_out, float* silu_out, cudaStream_t stream);
+// exp_nonpos_f32 of the floats with bits first .. first + n - 1 (meant for those not above 0).
+void exp_nonpos_sweep(uint32_t first, int64_t n, float* out, cudaStream_t stream);
 
 // ---- Paged KV (attention.cu). Cache of one layer: [num_blocks, block_size, kv_heads, head_dim].
 // Writes k, v rows ([T] at token stride ld) to slot[t] = block * block_size + offset.

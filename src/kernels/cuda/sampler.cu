@@ -162,7 +162,7 @@ __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
   for (int r = 0; r < kStatBlocks; ++r) M = fmaxf(M, cluster.map_shared_rank(&mine, r)->mx);
   float s = 0.0f;
   if (M != kNegInf)
-    for (int i = i0 + threadIdx.x; i < i1; i += kThreads) s = fadd(s, exp_f32(fsub(x[i], M)));
+    for (int i = i0 + threadIdx.x; i < i1; i += kThreads) s = fadd(s, exp_nonpos_f32(fsub(x[i], M)));  // M: the max
   s = block_sum(s, shv);
   if (threadIdx.x == 0) mine.sum = s;
   cluster.sync();  // every chunk sum is visible to block 0
@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(kThreads) draw_kernel(const float* __restrict_
   // zmax = the top key / T (keys are sorted descending; -inf keys are banned or NaN).
   const float zmax = fdiv(key[0], sp.temperature);
   if (isinf(zmax)) return;  // nothing finite to draw from: the greedy choice stands (as the reference)
-  for (int i = threadIdx.x; i < vocab; i += kThreads) w[i] = exp_f32(fsub(fdiv(key[i], sp.temperature), zmax));
+  for (int i = threadIdx.x; i < vocab; i += kThreads) w[i] = exp_nonpos_f32(fsub(fdiv(key[i], sp.temperature), zmax));  // keys descend
   __syncthreads();
   // Weights are non-increasing along the sorted order; the ones that are 0 are dropped.
   int n = vocab;
