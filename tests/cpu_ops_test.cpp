@@ -253,7 +253,7 @@ TEST(CpuOps, ExpFollowsTheDocumentedRecipeBitForBit) {
 float exp_nonpos_recipe(float x) {
   const bool under = x < -103.97208404541015625f;
   float kf;
-  const float y = recipe_reduced(under ? 0.0f : x, kf);
+  const float y = recipe_reduced(under || x != x ? 0.0f : x, kf);  // (a NaN's int(kf) would be UB here)
   const uint32_t scaled = f32_bits(y) + ((uint32_t(int(kf)) + 64u) << 23);
   const float e = bits_f32(scaled) * 0x1p-64f;
   return x != x ? x : under ? 0.0f : e;
