@@ -1229,6 +1229,60 @@ TEST(CudaExp, ExpOfNonPositiveArgumentsIsTheCpuReferenceOnEveryOne) {
   EXPECT_EQ(bad, 0) << "first failing chunk starts at bits " << std::hex << first_bad;
 }
 
+// round_exp_candidate (the softmax's rounded probability without the recipe, where it is sure)
+// is never wrong: on every float not above 0 (the sign-bit half and +0), in bf16 and fp16, each
+// sure answer is round_T(cpu::exp_f32(x)). Not vacuous: it is sure on most of [-86, 0] (else every
+// kernel would run the recipe after all). Prints the candidate's largest relative distance from
+// exp_f32 on [-86, 0], the margin its 2^-20 bracket is set against.
+TEST(CudaExp, RoundedExpCandidateIsTheRecipeWhereverItIsSure) {
+  VB_REQUIRE_GPU();
+  constexpr int64_t kChunk = int64_t(1) << 26;
+  DevBuf dout(kChunk * sizeof(float)), draw(kChunk * sizeof(float));
+  std::vector<float> got(kChunk), raw(kChunk);
+  for (DType t : {DType::BF16, DType::F16}) {
+    int64_t wrong = 0, sure_in_range = 0, in_range = 0;
+    double max_rel = 0.0;
+    uint32_t first_wrong = 0;
+    auto sweep = [&](uint64_t begin, uint64_t end) {
+      for (uint64_t first = begin; first < end; first += kChunk) {
+        const int64_t n = int64_t(std::min<uint64_t>(kChunk, end - first));
+        const bool want_raw = t == DType::BF16;
+        cuda::exp_candidate_sweep(uint32_t(first), n, t, dout.as<float>(), want_raw ? draw.as<float>() : nullptr, nullptr);
+        VB_CUDA(cudaMemcpy(got.data(), dout.p, size_t(n) * sizeof(float), cudaMemcpyDeviceToHost));
+        if (want_raw) VB_CUDA(cudaMemcpy(raw.data(), draw.p, size_t(n) * sizeof(float), cudaMemcpyDeviceToHost));
+        int64_t w = 0, s = 0, r = 0;
+        double mr = 0.0;
+#pragma omp parallel for reduction(+ : w, s, r) reduction(max : mr)
+        for (int64_t i = 0; i < n; ++i) {
+          const float x = bits_f32(uint32_t(first + uint64_t(i)));
+          const float ref = cpu::exp_f32(x);
+          const float c = got[size_t(i)];
+          if (c != -1.0f && f32_bits(c) != f32_bits(round_to(t, ref))) ++w;
+          if (x >= -86.0f && x <= 0.0f) {
+            ++r;
+            s += c != -1.0f;
+            if (want_raw) mr = std::max(mr, std::fabs(double(raw[size_t(i)]) / double(ref) - 1.0));
+          }
+        }
+        if (w && !wrong) first_wrong = uint32_t(first);
+        wrong += w;
+        sure_in_range += s;
+        in_range += r;
+        max_rel = std::max(max_rel, mr);
+      }
+    };
+    sweep(0x80000000u, uint64_t(1) << 32);
+    sweep(0, 1);
+    EXPECT_EQ(wrong, 0) << dtype_name(t) << ": first chunk with a wrong sure answer starts at bits " << std::hex
+                        << first_wrong;
+    EXPECT_GT(double(sure_in_range), 0.9 * double(in_range)) << dtype_name(t);
+    std::printf("[exp candidate] %s: sure on %.4f%% of the %lld floats in [-86, 0]", dtype_name(t),
+                100.0 * double(sure_in_range) / double(in_range), static_cast<long long>(in_range));
+    if (t == DType::BF16) std::printf("; largest relative distance from exp_f32 there 2^%.2f", std::log2(max_rel));
+    std::printf("\n");
+  }
+}
+
 TEST(CudaSampler, FollowsTheCpuSamplerAndIsRowInvariant) {
   VB_REQUIRE_GPU();
   const int V = 5003, R = 24;

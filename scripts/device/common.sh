@@ -285,6 +285,14 @@ model_parity() {
   run_test cuda_model_test $(( $(left) - 15 ))
   grep -E "\[cuda parity" $OUT/cuda_model_test.log | head -8 | tee -a $LOG
 }
+# record_speed: engine-bench contract and fast on the 0.6B ($W/m06) and on the 8B ($W/m8, with its
+# 2,048-token prefill), as EB_* set them otherwise.
+record_speed() {
+  eb 06_contract $W/m06 contract
+  eb 06_fast $W/m06 fast
+  EB_PREFILL=2048 eb 8_contract $W/m8 contract
+  EB_PREFILL=2048 eb 8_fast $W/m8 fast
+}
 # record_checks: the figures-of-record call's closing checks, each as the budget allows: the 8B
 # digests of record (bf16 and fp16, the init-std-0.005 folder $W/m8r, 8 tokens), the HF peer on
 # $W/m8, the 64-user HTTP check on $W/m06, the model tests, the per-kernel durations of one 8B prefill.

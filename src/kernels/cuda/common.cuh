@@ -98,6 +98,29 @@ __device__ __forceinline__ float exp_nonpos_f32(float x) {
   return x != x ? x : under ? 0.0f : e;
 }
 
+// The softmax's probability round_as<T>(exp_nonpos_f32(x)) mostly without the recipe: a
+// candidate g = 2^k · ex2.approx((x - k ln2) · log2 e) (FMA reduction, the hardware's ex2) lies
+// within a factor 1 ± 2^-20 of exp_f32(x) for x in [-86, 0] (cuda_ops_test measures the largest
+// distance on every such float). Rounding to T is monotone, so where g (1 - 2^-20) and
+// g (1 + 2^-20) round to the same T value, that value is exp_f32(x)'s rounding and `sure` is set;
+// elsewhere (a rounding boundary inside the bracket, x below -86, NaN) the caller must take
+// round_as<T>(exp_nonpos_f32(x)) instead. cuda_ops_test holds every sure answer to the recipe's.
+__device__ __forceinline__ float exp_candidate(float x) {
+  const float kf = rintf(fmul(x, 1.44269504088896341f));
+  float r = __fmaf_rn(kf, -0.693145751953125f, x);  // ln2 in two parts
+  r = __fmaf_rn(kf, -1.42860682030941723e-6f, r);
+  float g;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(g) : "f"(fmul(r, 1.44269504088896341f)));
+  return __uint_as_float(__float_as_uint(g) + (uint32_t(int(kf)) << 23));  // x >= -86: k >= -124, normal
+}
+template <typename T>
+__device__ __forceinline__ float round_exp_candidate(float x, bool& sure) {
+  const float g = exp_candidate(x);
+  const uint32_t b = pack2<T>(fmul(g, 1.0f - 0x1p-20f), fmul(g, 1.0f + 0x1p-20f));
+  sure = x >= -86.0f && (b & 0xffffu) == (b >> 16);
+  return lo_f<T>(b);
+}
+
 // D = A·B + C for one m16n8k16 tile, fp32 accumulation (PTX ISA fragment layouts).
 template <typename T> __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
 template <> __device__ __forceinline__ void mma16816<bf16>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {

@@ -217,6 +217,9 @@ void gather_rows(const void* x, int64_t D, const int32_t* rows, int64_t R, DType
 void exp_silu_sweep(uint32_t first, int64_t n, float* exp_out, float* silu_out, cudaStream_t stream);
 // exp_nonpos_f32 of the floats with bits first .. first + n - 1 (meant for those not above 0).
 void exp_nonpos_sweep(uint32_t first, int64_t n, float* out, cudaStream_t stream);
+// round_exp_candidate<t> (common.cuh) of the same floats: its value where it is sure, else -1; and
+// (raw non-null) exp_candidate, the unrounded candidate.
+void exp_candidate_sweep(uint32_t first, int64_t n, DType t, float* out, float* raw, cudaStream_t stream);
 
 // ---- Paged KV (attention.cu). Cache of one layer: [num_blocks, block_size, kv_heads, head_dim].
 // Writes k, v rows ([T] at token stride ld) to slot[t] = block * block_size + offset.
