@@ -49,11 +49,15 @@ call_finish() { say "done"; tar czf "$FINAL/$CALL.tgz" -C "$OUT" .; }
 # call_start NAME DEFAULT_BUDGET: call_setup, BUDGET (the environment's, else the default) and the
 # GPU line; then the 0.6B folder (init std 0.02) at $W/m06 and, in the background, the 8B at $W/m8.
 call_start() {
+  call_start_06 "$1" "$2"
+  mk qwen3-8b $W/m8 0.02 &
+}
+# call_start_06 NAME DEFAULT_BUDGET: call_start without the 8B folder (calls on the 0.6B only).
+call_start_06() {
   BUDGET=${BUDGET:-$2}
   call_setup "$1"
   say "gpu: $(gpu_facts | tr '\n' ';') commit ${COMMIT:-unknown}"
   mk qwen3-0.6b $W/m06 0.02
-  mk qwen3-8b $W/m8 0.02 &
 }
 # bits_06: the op tests and the 0.6B digests of record.
 bits_06() {

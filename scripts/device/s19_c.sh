@@ -5,9 +5,6 @@
 # Pack: PACK_XZ=1 pack.sh build-cuda verbatim tests/cuda_ops_test tests/cuda_invariance_test.
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
-BUDGET=${BUDGET:-150}
-call_setup s19_c
-say "gpu: $(gpu_facts | tr '\n' ';') commit ${COMMIT:-unknown}"
-mk qwen3-0.6b $W/m06 0.02
+call_start_06 s19_c 150
 bits_06
 call_finish

@@ -5,10 +5,7 @@
 #   verbatim tests/cuda_ops_test tests/cuda_invariance_test
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
-BUDGET=${BUDGET:-200}
-call_setup s34_d
-say "gpu: $(gpu_facts | tr '\n' ';') commit ${COMMIT:-unknown}"
-mk qwen3-0.6b $W/m06 0.02
+call_start_06 s34_d 200
 bits_06
 grep -E "^\[exp candidate\]" $OUT/cuda_ops_test.log | tee -a $LOG
 EB_MIN_LEFT=20 eb 06_contract $W/m06 contract
