@@ -307,3 +307,19 @@ record_checks() {
   model_parity 75
   ncu_prefill $W/m8
 }
+# trace_decode TAG DIR BATCH [VAR=value...]: the GPU timeline of engine-bench decode steps at BATCH
+# on DIR (kernel_trace.cpp's CUPTI tracer, graph nodes one by one; built here on first use),
+# summarised per kernel by trace_steps.py into $OUT/trace_TAG.txt (the raw CSV's tail beside it).
+trace_decode() {
+  local tag=$1 dir=$2 b=$3 lib=/tmp/libkernel_trace.so
+  shift 3
+  [ -f $lib ] || g++ -shared -fPIC -O2 -I/usr/local/cuda/include scripts/device/kernel_trace.cpp \
+    -L/usr/local/cuda/lib64 -lcupti -o $lib >> $LOG 2>&1 || { say "kernel_trace build failed"; return; }
+  [ "$(left)" -gt 40 ] || { say "skip trace $tag: $(left) s left"; return; }
+  env "$@" CUDA_INJECTION64_PATH=$lib VB_TRACE_OUT=$W/trace_$tag.csv timeout 60 "$VB" engine-bench --model "$dir" \
+    --device cuda --batches "$b" --context 1024 --steps 16 --prefill 0 > $W/trace_$tag.out 2>&1
+  say "trace $tag rc=$? $*: $(grep -E 'decode batch' $W/trace_$tag.out | sed -E 's/.*median +([0-9.]+) ms.*/\1 ms a step under the tracer/')"
+  python3 scripts/device/trace_steps.py $W/trace_$tag.csv $OUT/trace_$tag.txt 12 > /dev/null 2>> $LOG
+  { head -1 $W/trace_$tag.csv; tail -n 2500 $W/trace_$tag.csv; } > $OUT/trace_${tag}_tail.csv
+  head -24 $OUT/trace_$tag.txt | tee -a $LOG
+}
