@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Session 35, call a (one GPU, BUDGET s, default 570): every figure and check of record on main as
 # it is (078f7d5's kernels: session 34's final code, which ran only on H100s), as s30_b did for the
-# README table, plus an nsys timeline of the batch-1 decode steps (0.6B, 8B): per kernel, its share
-# of the step under PDL. Pack: PACK_XZ=1 scripts/device/pack.sh build verbatim tests/cuda_ops_test
+# README table, plus CUPTI timelines of the batch-1 decode steps (0.6B, 8B; trace_decode): per
+# kernel, its share of the step under PDL. (As run in call a, these two steps called an nsys helper
+# that found no usable nsys; call e ran them as written here.) Pack: PACK_XZ=1 scripts/device/pack.sh build verbatim tests/cuda_ops_test
 #   tests/cuda_model_test tests/cuda_invariance_test
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh

@@ -726,7 +726,7 @@ void CudaBackend::Impl::forward(const ForwardBatch& b) {
   std::copy(plan.merge_parts.begin(), plan.merge_parts.end(), hi + o_mp);
   std::copy(b.logit_rows.begin(), b.logit_rows.end(), hi + o_lr);
   if (n_items) std::memcpy(hi + o_it, plan.items.data(), n_items * sizeof(AttnItem));
-  if (timing.on()) timing.queue_begin(stream);
+  timing.queue_begin(stream);
   VB_CUDA(cudaMemcpyAsync(d_in, h_in, total * 4, cudaMemcpyHostToDevice, stream));
   staging_uploaded();
   Step st;
@@ -909,7 +909,7 @@ bool CudaBackend::Impl::graph_step(const ForwardBatch& b) {
     }
   }
   const size_t used = o_bt + bt_at;
-  if (timing.on()) timing.queue_begin(stream);
+  timing.queue_begin(stream);
   VB_CUDA(cudaMemcpyAsync(g_in, hg_in, used * 4, cudaMemcpyHostToDevice, stream));
   staging_uploaded();
   const GraphKey key{bucket, fold ? 0 : ring ? -1 : parts_cap, part};
@@ -1023,10 +1023,10 @@ void CudaBackend::forward_sample(const ForwardBatch& b, const std::vector<Sample
   out.assign(specs.size(), SampleResult{});
   if (b.tokens.empty()) return;
   const int R = int(b.logit_rows.size());
-  if (m.timing.on()) m.timing.begin();
+  m.timing.begin();
   const bool graphed = m.graph_step(b);  // decode step: all rows' logits in m.logits
   if (!graphed) m.forward(b);
-  if (m.timing.on()) m.timing.queued();
+  m.timing.queued();
   for (int r0 = 0; r0 < R; r0 += Impl::kLogitRows) {
     const int rn = std::min(Impl::kLogitRows, R - r0);
     if (!graphed) m.logits_pass(b, r0, rn);
@@ -1090,7 +1090,7 @@ void CudaBackend::forward_sample(const ForwardBatch& b, const std::vector<Sample
       VB_CUDA(cudaMemcpyAsync(m.h_top_lps, m.d_top_lps, size_t(rn) * cuda::kMaxTopLogprobs * 4,
                               cudaMemcpyDeviceToHost, m.stream));
     }
-    if (m.timing.on()) m.timing.sample_queued(m.stream);
+    m.timing.sample_queued(m.stream);
     VB_CUDA(cudaStreamSynchronize(m.stream));
     for (int i = 0; i < rn; ++i) {
       const SampleSpec& s = specs[size_t(r0 + i)];
@@ -1106,7 +1106,7 @@ void CudaBackend::forward_sample(const ForwardBatch& b, const std::vector<Sample
     }
   }
   if (m.rank != 0) VB_CUDA(cudaStreamSynchronize(m.stream));  // its collectives are done when the step is
-  if (m.timing.on()) m.timing.done();
+  m.timing.done();
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const std::string& model_dir, DType dtype, CudaOptions options) {

@@ -10,17 +10,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <string>
 #include <vector>
+
+#include "kernels/cuda/kernels.h"
 
 namespace verbatim::cuda {
 
 class StepTiming {
  public:
   StepTiming() {
-    const char* e = std::getenv("VERBATIM_STEP_TIMING");
-    on_ = e && std::string(e) == "1";
+    on_ = env_int("VERBATIM_STEP_TIMING", 0) == 1;
     if (on_ && (cudaEventCreate(&gpu_begin_) != cudaSuccess || cudaEventCreate(&gpu_end_) != cudaSuccess)) on_ = false;
   }
   ~StepTiming() {
@@ -33,21 +32,28 @@ class StepTiming {
     if (gpu_begin_) cudaEventDestroy(gpu_begin_);
     if (gpu_end_) cudaEventDestroy(gpu_end_);
   }
-  bool on() const { return on_; }
-  // The marks of one step, in order: begin (forward_sample entered), queue_begin (right before the
-  // step's first stream operation: recorded on `s`), queued (the layers are queued), sample_queued
-  // (the sampler and the copies back are queued: recorded on `s`), done (the stream synchronized).
-  void begin() { t_[0] = now(); }
+  // The marks of one step, in order (each does nothing while the switch is off): begin
+  // (forward_sample entered), queue_begin (right before the step's first stream operation: recorded
+  // on `s`), queued (the layers are queued), sample_queued (the sampler and the copies back are
+  // queued: recorded on `s`), done (the stream synchronized).
+  void begin() {
+    if (on_) t_[0] = now();
+  }
   void queue_begin(cudaStream_t s) {
+    if (!on_) return;
     t_[1] = now();
     cudaEventRecord(gpu_begin_, s);
   }
-  void queued() { t_[2] = now(); }
+  void queued() {
+    if (on_) t_[2] = now();
+  }
   void sample_queued(cudaStream_t s) {
+    if (!on_) return;
     t_[3] = now();
     cudaEventRecord(gpu_end_, s);
   }
   void done() {
+    if (!on_) return;
     t_[4] = now();
     float ms = 0.0f;
     if (cudaEventElapsedTime(&ms, gpu_begin_, gpu_end_) != cudaSuccess) return;
