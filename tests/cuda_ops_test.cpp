@@ -245,6 +245,11 @@ cuda::GemmTuning stream_stages(cuda::GemmTuning t, int s, int preload = 0, int l
   t.stream_preload_l2 = l2;
   return t;
 }
+// The stream kernel with s stages at 17..32 rows (GemmTuning::stream_stages32).
+cuda::GemmTuning stream_stages32(cuda::GemmTuning t, int s) {
+  t.stream_stages32 = s;
+  return t;
+}
 struct ScopedGemmTuning {
   cuda::GemmTuning saved = cuda::gemm_tuning();
   explicit ScopedGemmTuning(const cuda::GemmTuning& t) { cuda::set_gemm_tuning(t); }
@@ -297,6 +302,7 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
       {cuda::GemmKernel::Stream, tuned(-1, false, 0), "stream (TMA ring) at <= 64 rows"},
       {cuda::GemmKernel::Stream, stream_stages(tuned(-1, false, 0), 3), "stream, 3 stages at <= 16 rows"},
       {cuda::GemmKernel::Stream, stream_stages(tuned(-1, false, 0), 4), "stream, 4 stages at <= 16 rows"},
+      {cuda::GemmKernel::Stream, stream_stages32(tuned(-1, false, 0), 3), "stream, 3 stages at 17..32 rows"},
       {cuda::GemmKernel::Stream, stream_stages(tuned(-1, false, 0), 3, 2), "stream, W's first stages before the PDL wait"},
       {cuda::GemmKernel::Stream, stream_stages(tuned(-1, false, 0), 5, 2, 8),
        "stream, 5 stages at <= 16 rows, W's first stages (and 8 more into L2) before the PDL wait"},
@@ -667,15 +673,16 @@ TEST_P(CudaOps, FusedGlueGivesTheUnfusedBits) {
         << what;
   };
   // The stream kernel's epilogue (VERBATIM_GEMM=stream, <= 32 rows) at each ring depth of <= 16
-  // rows. (preload 2: W's first stages issued before the wait, the code path PDL steps take; the op
-  // tests' legacy stream has no PDL dependency, so the wait returns at once.)
+  // rows and of 17..32 rows. (preload 2: W's first stages issued before the wait, the code path PDL
+  // steps take; the op tests' legacy stream has no PDL dependency, so the wait returns at once.)
   for (int stages : {3, 4, 5})
     for (int M : {1, 5, 16, 17, 32})
       for (int preload : {0, 2}) {
-        if (stages != 5 && M > 16) continue;
+        if (stages == 5 && M > 16) continue;
         const ScopedGemmKernel use(cuda::GemmKernel::Stream);
         cuda::GemmTuning tun = cuda::gemm_tuning();
         tun.stream_stages16 = stages;
+        tun.stream_stages32 = stages;
         tun.stream_preload = preload;
         stream_silu_matches(M, 1, tun,
                             "stream, M " + std::to_string(M) + ", stages " + std::to_string(stages) + ", preload " +

@@ -547,6 +547,7 @@ GemmTuning tuning_from_env() {
   t.v1_unroll32 = u32 == 6 || u32 == 8 ? u32 : 4;
   t.v1_prefetch_bytes = std::max(0, env_int("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
   t.stream_stages16 = std::clamp(env_int("VERBATIM_GEMM_STREAM_STAGES", t.stream_stages16), 3, 5);
+  t.stream_stages32 = std::clamp(env_int("VERBATIM_GEMM_STREAM_STAGES32", t.stream_stages32), 3, 4);
   t.stream_preload = std::clamp(env_int("VERBATIM_GEMM_STREAM_PRELOAD", t.stream_preload), 0, 2);
   t.stream_preload_l2 = std::clamp(env_int("VERBATIM_GEMM_STREAM_PRELOAD_L2", t.stream_preload_l2), 0, 64);
   return t;
@@ -564,7 +565,7 @@ GemmTuning tuning() {
 StreamTuning stream_tuning(const GemmArgs& a) {
   const GemmTuning t = tuning();
   const bool pre = pdl_enabled() && (t.stream_preload == 2 || (t.stream_preload == 1 && small_weight(a)));
-  return {t.stream_stages16, pre ? 1 : 0, pre ? t.stream_preload_l2 : 0};
+  return {t.stream_stages16, t.stream_stages32, pre ? 1 : 0, pre ? t.stream_preload_l2 : 0};
 }
 
 // Up to 32 rows, with or without the SiLU epilogue (gemm_silu_mul): one 16-row tile per warp with
@@ -816,7 +817,8 @@ std::string gemm_tile_name(int M) {
   }
   if (stream_selected() && M <= kStreamMaxM)  // (where the tensor maps fit)
     return M <= 16 ? "stream-tma:m16n64s" + std::to_string(tuning().stream_stages16)
-                   : M <= 32 ? "stream-tma:m32n64s4" : "stream-tma:m64n64s3";
+                   : M <= 32 ? "stream-tma:m32n64s" + std::to_string(tuning().stream_stages32)
+                             : "stream-tma:m64n64s3";
   if (active_gemm_kernel() == GemmKernel::V2 && M <= kV2MaxM) {
     if (M <= 16) return "v2-cpasync:m16n16s8";
     if (M <= 32) return "v2-cpasync:m32n16s6";

@@ -235,9 +235,9 @@ void launch_mt(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t
   pdl_launch(k, dim3(std::min(items, sm_count())), dim3(kThreads), smem, stream, a, split, t.preload, t.l2_stages, mx, mw);
   VB_CUDA_LAUNCHED();
 }
-// Stages as deep as ~200 KB of shared memory allow at 17-64 rows (one CTA per SM); at <= 16 rows
+// Stages as deep as ~200 KB of shared memory allow at 33-64 rows (one CTA per SM); at <= 16 rows
 // GemmTuning::stream_stages16 (3, 4 or 5: under PDL a shallower ring leaves room to be resident
-// beside the kernel before).
+// beside the kernel before), at 17-32 rows stream_stages32 (3 or 4).
 template <typename T, bool SILU>
 void launch_for_rows(const GemmArgs& a, int split, const StreamTuning& t, cudaStream_t stream) {
   if (a.M <= 16) {
@@ -245,7 +245,10 @@ void launch_for_rows(const GemmArgs& a, int split, const StreamTuning& t, cudaSt
     if (t.stages16 == 4) return launch_mt<T, 1, 4, SILU>(a, split, t, stream);
     return launch_mt<T, 1, 5, SILU>(a, split, t, stream);
   }
-  if (a.M <= 32) return launch_mt<T, 2, 4, SILU>(a, split, t, stream);
+  if (a.M <= 32) {
+    if (t.stages32 == 3) return launch_mt<T, 2, 3, SILU>(a, split, t, stream);
+    return launch_mt<T, 2, 4, SILU>(a, split, t, stream);
+  }
   if constexpr (!SILU) launch_mt<T, 4, 3, false>(a, split, t, stream);
 }
 

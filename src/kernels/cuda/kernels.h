@@ -162,6 +162,9 @@ struct GemmTuning {
   // 5 / 4 / 3 stages: 8B 4.906-4.907 / 4.858-4.864 / 4.782-4.807, 0.6B 1.172-1.183 / 1.187-1.191 /
   // 1.169-1.172; under PDL a shallower ring leaves room beside the kernel before).
   int stream_stages16 = 3;
+  // The stream kernel at 17..32 rows: stages of its ring (3 or 4; 48 KB each). 4 = the depth
+  // before session 36, when this knob came (VERBATIM_GEMM_STREAM_STAGES32).
+  int stream_stages32 = 4;
   // The stream kernel under PDL: W's copies of its ring's first stages issued before the PDL wait
   // (W is written at load only), so a GEMM resident beside the kernel before has them in flight
   // when the wait returns. 0 never, 1 for weights of <= 16 MiB, 2 always. VERBATIM_GEMM_STREAM_PRELOAD.
