@@ -323,3 +323,20 @@ trace_decode() {
   { head -1 $W/trace_$tag.csv; tail -n 2500 $W/trace_$tag.csv; } > $OUT/trace_${tag}_tail.csv
   head -24 $OUT/trace_$tag.txt | tee -a $LOG
 }
+# record_suite: every check and figure of record on main (issue 4's list), as s35_a / s36_a ran
+# them, in ~370-470 s on one GPU; call after call_start NAME 560 (it makes $W/m06 and $W/m8).
+record_suite() {
+  ( mk qwen3-8b $W/m8r 0.005; mk qwen3-1.7b $W/m17 0.02 ) &
+  inv_of_record $W/m06
+  wait_for $W/m8 150
+  EB_MIN_LEFT=30 EB_PREFILL=0 record_speed
+  trace_decode 06_b1 $W/m06 1
+  trace_decode 8_b1 $W/m8 1
+  trace_decode 8_b32 $W/m8 32
+  wait_for $W/m8r 60 && inv_8_of_record $W/m8r
+  [ "$(left)" -gt 60 ] && http_check $W/m06
+  wait_for $W/m17 30 && { EB_MIN_LEFT=30 EB_PREFILL=0 eb 17_contract $W/m17 contract; EB_MIN_LEFT=30 EB_PREFILL=0 eb 17_fast $W/m17 fast; }
+  model_parity 75
+  [ "$(left)" -gt 150 ] && hf_peer 8 $W/m8 4 100
+  [ "$(left)" -gt 80 ] && run_test cuda_ops_test $(( $(left) - 10 ))
+}
