@@ -5,7 +5,12 @@
 //               of the step, programmatic dependent launch between kernels; launch_nopdl without);
 //   persistent  one kernel for the whole step, one CTA per SM, a grid barrier between phases;
 //   persistent_pfMB  the same, and every CTA issues L2 prefetches of its rows of the next GEMV's
-//               weights while a glue phase runs (weights never depend on the step), up to MB a GEMV.
+//               weights while a glue phase runs (weights never depend on the step), up to MB a GEMV;
+//   flow        one kernel, no grid barrier (session 36): a counter a phase that every CTA adds to
+//               when its share is done; only a CTA with items in a phase waits for the phase
+//               before, so a CTA with nothing to do in a glue phase goes on at once;
+//   flow_pfMB   the same, and only those idle CTAs prefetch (the glue's own CTAs never do: is it
+//               other SMs' streaming or their own prefetches that made session 26's glue slower?).
 // A layer's phases at batch 1 (Qwen3 shapes, ~1k context): add + RMSNorm (one CTA), the qkv GEMV,
 // q/k norm + RoPE + cache write, attention parts of 64 keys, the merge of the parts, the o GEMV,
 // add + RMSNorm, the gate_up GEMV with SiLU·mul, the down GEMV. The glue phases do the work of the
@@ -20,7 +25,7 @@
 // Numbers are not the engine's bits or kernels: the tool answers "how much of a layer's time is the
 // boundaries and how much the prefetch wins back", which is what decides whether to build one.
 // Usage: persistent_probe [--json FILE] [--models 0.6b,1.7b,8b] [--steps N] [--pf-mb 8,24,40] [--ctx C]
-// (--pf-mb: the prefetch budgets a GEMV, one persistent_pf<MB> mode each).
+// (--pf-mb: the prefetch budgets a GEMV, one persistent_pf<MB> and one flow_pf<MB> mode each).
 // Research tool: it prints what it finds and asserts nothing (exit 1 only on a CUDA error).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -404,25 +409,71 @@ __device__ __forceinline__ void grid_barrier(unsigned* count, unsigned target) {
   __syncthreads();
 }
 
+// CTA 0's global timer into stamps[i] (stamps null: not the timed step).
+__device__ __forceinline__ void stamp_at(long long* stamps, int i) {
+  if (stamps && blockIdx.x == 0 && threadIdx.x == 0) {
+    long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+    stamps[i] = t;
+  }
+}
 // stamps (CTA 0, the last timed step): [0] at entry, [i + 1] after phase i's barrier.
 __global__ void __launch_bounds__(kThreads, 1) persistent_kernel(const Phase* phases, int n, unsigned* count,
                                                                  bool empty, bool prefetch, long long* stamps) {
   extern __shared__ __align__(16) float sm[];
   const int cta = blockIdx.x, ncta = gridDim.x;
-  auto stamp = [&](int i) {
-    if (stamps && cta == 0 && threadIdx.x == 0) {
-      long long t;
-      asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-      stamps[i] = t;
-    }
-  };
-  stamp(0);
+  stamp_at(stamps, 0);
   for (int i = 0; i < n; ++i) {
     const Phase& p = phases[i];
     if (prefetch) prefetch_next(p, cta, ncta);  // glue phases only carry a target: while their few CTAs work
     run_phase(p, cta, ncta, sm, empty);
     grid_barrier(count, unsigned(ncta) * unsigned(i + 1));
-    stamp(i + 1);
+    stamp_at(stamps, i + 1);
+  }
+}
+
+// ---- mode flow: no grid barrier; a phase's workers wait for the phase before, idle CTAs do not ----
+// Whether CTA cta has items in phase p (run_phase's split).
+__device__ __forceinline__ bool has_work(const Phase& p, int cta) {
+  switch (p.kind) {
+    case kNorm: return cta == 0;
+    case kGemv: return true;
+    case kAttnPart: return cta < p.items;
+    default: return cta * kWarps < p.items;
+  }
+}
+// counts[i] reaches ncta once every CTA has passed phase i. A CTA arrives on counts[i] after its
+// own share of phases 0..i (program order), so counts[i] == ncta means all of them are written;
+// the release (after the CTA barrier and a fence, as grid_barrier) makes them visible to the
+// acquire. A phase's workers wait for the phase before, which is the barrier's guarantee for
+// them; an idle CTA arrives at once and is not held by a phase it takes no part in.
+// stamps as persistent_kernel's (CTA 0 has items in every phase, so it waits for each).
+__global__ void __launch_bounds__(kThreads, 1) flow_kernel(const Phase* phases, int n, unsigned* counts, bool prefetch,
+                                                           long long* stamps) {
+  extern __shared__ __align__(16) float sm[];
+  const int cta = blockIdx.x, ncta = gridDim.x;
+  stamp_at(stamps, 0);
+  for (int i = 0; i < n; ++i) {
+    const Phase& p = phases[i];
+    if (has_work(p, cta)) {
+      if (i > 0) {
+        if (threadIdx.x == 0) {
+          long long spins = 0;
+          while (ld_acquire(counts + i - 1) < unsigned(ncta))
+            if (++spins > (1ll << 24)) __trap();
+        }
+        __syncthreads();
+      }
+      run_phase(p, cta, ncta, sm, false);
+    } else if (prefetch) {
+      prefetch_next(p, cta, ncta);  // idle here: the next GEMV's rows into L2 while the workers run
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      red_release(counts + i, 1u);
+    }
+    stamp_at(stamps, i + 1);
   }
 }
 
@@ -573,14 +624,16 @@ double median(std::vector<double> v) {
 // A mode's name read once: persistent or launch, with or without work / PDL / prefetch budget.
 struct Mode {
   std::string name;
-  bool persistent, empty, gemv_only, pdl;
-  double pf_mb;  // persistent_pf<MB>; < 0: no prefetch
+  bool persistent, flow, empty, gemv_only, pdl;
+  double pf_mb;  // persistent_pf<MB> / flow_pf<MB>; < 0: no prefetch
   explicit Mode(const std::string& n)
-      : name(n), persistent(n.rfind("persistent", 0) == 0), empty(n.find("empty") != std::string::npos),
+      : name(n), persistent(n.rfind("persistent", 0) == 0), flow(n.rfind("flow", 0) == 0),
+        empty(n.find("empty") != std::string::npos),
         gemv_only(n.find("gemv_only") != std::string::npos), pdl(n.find("nopdl") == std::string::npos),
         pf_mb(n.find("_pf") != std::string::npos ? std::atof(n.c_str() + n.find("_pf") + 3) : -1.0) {}
   // The persistent kernel records its barrier times (the phase split) for the full phase table only.
-  bool stamps() const { return persistent && !gemv_only; }
+  // flow: CTA 0's time after its own share of each phase (it has items in all of them).
+  bool stamps() const { return (persistent || flow) && !gemv_only; }
 };
 
 struct Result {
@@ -606,17 +659,20 @@ class Runner {
     CK(cudaMalloc(&phases_d_, s.phases.size() * sizeof(Phase)));
     CK(cudaMemcpy(phases_d_, s.phases.data(), s.phases.size() * sizeof(Phase), cudaMemcpyHostToDevice));
     CK(cudaMalloc(&count_, sizeof(unsigned)));
+    CK(cudaMalloc(&counts_, s.phases.size() * sizeof(unsigned)));
     CK(cudaMalloc(&stamps_, (s.phases.size() + 1) * sizeof(long long)));
     CK(cudaMalloc(&res0_, size_t(s.H) * sizeof(bf16)));
     CK(cudaMemcpy(res0_, s.res, size_t(s.H) * sizeof(bf16), cudaMemcpyDeviceToDevice));
     CK(cudaFuncSetAttribute(phase_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmem)));
     CK(cudaFuncSetAttribute(persistent_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmem)));
+    CK(cudaFuncSetAttribute(flow_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmem)));
     CK(cudaEventCreate(&e0_));
     CK(cudaEventCreate(&e1_));
   }
   ~Runner() {
     cudaFree(phases_d_);
     cudaFree(count_);
+    cudaFree(counts_);
     cudaFree(stamps_);
     cudaFree(res0_);
     cudaFree(gemv_d_);
@@ -663,6 +719,18 @@ class Runner {
   void step(const Mode& mode, bool stamp) {
     bool empty = mode.empty;
     const bool gemv_only = mode.gemv_only;
+    if (mode.flow) {
+      int n = int(s_.phases.size());
+      CK(cudaMemsetAsync(counts_, 0, size_t(n) * sizeof(unsigned), stream_));
+      bool prefetch = mode.pf_mb >= 0;
+      const Phase* ph = prefetch ? prefetch_table(mode.pf_mb) : phases_d_;
+      long long* stamps = stamp && mode.stamps() ? stamps_ : nullptr;
+      void* args[] = {&ph, &n, &counts_, &prefetch, &stamps};
+      CK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(flow_kernel), dim3(sms_), dim3(kThreads), args, kSmem,
+                                     stream_));
+      CK(cudaGetLastError());
+      return;
+    }
     if (mode.persistent) {
       CK(cudaMemsetAsync(count_, 0, sizeof(unsigned), stream_));
       bool prefetch = mode.pf_mb >= 0;  // persistent_pf<MB>: prefetch up to MB a GEMV
@@ -738,6 +806,7 @@ class Runner {
   Phase* gemv_d_ = nullptr;
   std::vector<Phase> gemv_;
   unsigned* count_ = nullptr;
+  unsigned* counts_ = nullptr;  // flow: one counter a phase
   long long* stamps_ = nullptr;
   bf16* res0_ = nullptr;
   cudaEvent_t e0_{}, e1_{};
@@ -817,7 +886,11 @@ int main(int argc, char** argv) {
     std::vector<Result> rs;
     std::vector<std::string> modes = {"launch", "launch_nopdl", "persistent"};
     std::stringstream pl(pf_list);
-    for (std::string mb; std::getline(pl, mb, ',');) modes.push_back("persistent_pf" + mb);
+    std::vector<std::string> mbs;
+    for (std::string mb; std::getline(pl, mb, ',');) mbs.push_back(mb);
+    for (const std::string& mb : mbs) modes.push_back("persistent_pf" + mb);
+    modes.push_back("flow");
+    for (const std::string& mb : mbs) modes.push_back("flow_pf" + mb);
     for (const char* md : {"launch_empty", "persistent_empty", "launch_gemv_only", "persistent_gemv_only"})
       modes.push_back(md);
     for (const std::string& name : modes) {
@@ -829,7 +902,8 @@ int main(int argc, char** argv) {
                   x.min_us, x.step_us / m->layers, x.step_us / (g ? gemv_bound_us : bound_us),
                   x.same_bits ? "" : "  [BITS DIFFER from launch]");
       if (!x.kind_us.empty()) {
-        std::printf("    one step by phase kind (barrier included):");
+        std::printf(md.flow ? "    one step by phase kind (CTA 0's share, its waits included):"
+                            : "    one step by phase kind (barrier included):");
         for (int k = 0; k < kKinds; ++k) std::printf(" %s %.1f", kind_name(k), x.kind_us[k]);
         std::printf("\n");
       }
