@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -21,10 +22,10 @@ namespace {
 
 using nlohmann::json;
 
-json engine_bench(const std::string& env, const std::string& tag) {
+json engine_bench(const std::string& env, const std::string& tag, const std::string& args = "") {
   const std::string d = test::temp_dir(tag);
   const std::string cmd = env + " " + test::binary() + " engine-bench --model " + test::fixture("qwen3-tiny-untied") +
-                          " --device cpu --batches 1 --steps 2 --context 8 --prefill 16 --json " + d +
+                          " --device cpu --batches 1 --steps 2 --context 8 --prefill 16 " + args + " --json " + d +
                           "/e.json >" + d + "/out 2>&1";
   const int st = std::system(cmd.c_str());
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cmd;
@@ -65,6 +66,32 @@ TEST(BenchJson, EngineBenchRecordsCommitSettingsAndEveryPrefillRep) {
   const json plain = engine_bench("env -u VERBATIM_GEMM_STREAM_STAGES", "bench-json-plain");
   ASSERT_TRUE(plain.is_object());
   EXPECT_FALSE(plain.at("environment").contains("VERBATIM_GEMM_STREAM_STAGES"));
+}
+
+// The bound's bandwidth is the H200's 4.3 TB/s unless --bandwidth-tbs names the card's, and every
+// decode row's bound and ratio follow it; a bandwidth that is not a positive number is refused.
+TEST(BenchJson, EngineBenchBoundFollowsTheBandwidthGiven) {
+  const json h200 = engine_bench("", "bench-bw-default");
+  const json h100 = engine_bench("", "bench-bw-3", "--bandwidth-tbs 3.0");
+  ASSERT_TRUE(h200.is_object() && h100.is_object());
+  EXPECT_EQ(h200.at("bandwidth_bytes_per_s").get<double>(), 4.3e12);
+  EXPECT_EQ(h100.at("bandwidth_bytes_per_s").get<double>(), 3.0e12);
+  const json& row = h100.at("decode").at(0);
+  const double bytes = row.at("bytes_per_step").get<double>(), bound = row.at("bound_ms").get<double>();
+  EXPECT_DOUBLE_EQ(bound, bytes / 3.0e12 * 1e3);
+  EXPECT_DOUBLE_EQ(row.at("ratio_to_bound").get<double>(), row.at("median_ms").get<double>() / bound);
+  EXPECT_DOUBLE_EQ(h200.at("decode").at(0).at("bound_ms").get<double>(), bytes / 4.3e12 * 1e3)
+      << "the same bytes, the other bandwidth";
+  for (const char* bad : {"0", "-1", "inf", "fast"}) {
+    const std::string d = test::temp_dir("bench-bw-bad");
+    const std::string cmd = test::binary() + " engine-bench --model " + test::fixture("qwen3-tiny-untied") +
+                            " --device cpu --bandwidth-tbs " + bad + " >" + d + "/out 2>&1";
+    const int st = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0) << bad;
+    std::ifstream in(d + "/out");
+    const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(out.find("--bandwidth-tbs"), std::string::npos) << out;
+  }
 }
 
 TEST(BuildInfo, VersionNamesTheCommit) {

@@ -37,7 +37,9 @@ struct BenchArgs {
   std::vector<int> batches = {1, 8, 32, 64};
   int context = 1024, steps = 64, warmup = 5, prefill = 2048, prefill_reps = 5;
   bool context_prefill = true;  // false: decode over the zeroed cache (same traffic; for profilers)
-  double bandwidth = 4.3e12;  // bytes/s: the H200's measured copy bandwidth (design.md)
+  // TB/s of the bound's bandwidth: the H200's measured copy rate (design.md) unless --bandwidth-tbs
+  // names the card's (an H100 copies ~3.0 TB/s: device/KINDS.md).
+  double bandwidth_tbs = 4.3;
 };
 
 double median(std::vector<double> v) {
@@ -144,6 +146,9 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("!--no-context-prefill", a->context_prefill,
                 "Decode over the zeroed cache instead of prefilled context (same bytes read; for profilers)");
   sub->add_option("--json", a->json_out, "Write the results here")->check(writable_file());
+  sub->add_option("--bandwidth-tbs", a->bandwidth_tbs, "Memory bandwidth of the bound, TB/s (4.3: an H200)")
+      ->capture_default_str()
+      ->check(finite_range(0.0, 100.0, true));
   sub->add_option("--tensor-parallel-size", a->tensor_parallel_size, "cuda: GPUs (1, 2, 4, 8), one thread each")
       ->capture_default_str();
   sub->add_option("--tp-reduce", a->tp_reduce,
@@ -182,7 +187,7 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
     out["kernel_config"] = be->kernel_config();
     out["context"] = a->context;
     out["steps"] = a->steps;
-    out["bandwidth_bytes_per_s"] = a->bandwidth;
+    out["bandwidth_bytes_per_s"] = a->bandwidth_tbs * 1e12;
     const double wbytes = weight_bytes_per_step(c, dt);
     out["weight_bytes_per_step"] = wbytes;
     std::printf("%s %s %s on %s\n", a->model.c_str(), dtype_name(dt), a->mode.c_str(), be->device_name().c_str());
@@ -232,7 +237,7 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
       const double med = median(times);
       const nlohmann::json clock = sm_clock_now(a->device);
       const double kv = kv_bytes_per_token(c, dt) * B * (a->context + a->warmup + a->steps / 2.0);
-      const double bound_ms = (wbytes + kv) / a->bandwidth * 1e3;
+      const double bound_ms = (wbytes + kv) / (a->bandwidth_tbs * 1e12) * 1e3;
       decode.push_back({{"batch", B}, {"median_ms", med}, {"p10_ms", quantile(times, 0.1)},
                         {"p90_ms", quantile(times, 0.9)}, {"bytes_per_step", wbytes + kv}, {"bound_ms", bound_ms},
                         {"ratio_to_bound", med / bound_ms}, {"tokens_per_s", B * 1e3 / med},

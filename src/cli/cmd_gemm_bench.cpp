@@ -38,7 +38,7 @@ struct GemmBenchArgs {
   std::vector<std::string> archs = {"qwen3-0.6b", "qwen3-8b"};
   std::vector<int> ms = {1, 8, 32, 64};
   std::vector<std::string> kernels = {"v1", "tiled", "cublas"};
-  double bandwidth = 4.3e12;
+  double bandwidth_tbs = 4.3;  // the bound's bandwidth, TB/s (as engine-bench's --bandwidth-tbs)
   std::string json_out;
 };
 
@@ -234,7 +234,7 @@ int run_gemm_bench(const GemmBenchArgs& a) {
             for (size_t e = 0; e < got.size(); e += esz) differ += std::memcmp(&got[e], &v1[e], esz) != 0;
           }
           const double tbs = double(wbytes) / (ms * 1e-3) / 1e12;
-          const double bound_ms = double(wbytes) / a.bandwidth * 1e3;
+          const double bound_ms = double(wbytes) / (a.bandwidth_tbs * 1e12) * 1e3;
           const double tflops = 2.0 * M * double(s.N) * s.K / (ms * 1e-3) / 1e12;
           std::printf("%-11s %-8s %6d %6d %4d %3d %-7s %10.2f %9.2f %8.2f %8.1f %s\n", arch.c_str(), s.name.c_str(), s.N,
                       s.K, M, split, k.c_str(), ms * 1e3, tbs, ms / bound_ms, tflops,
@@ -272,7 +272,7 @@ int run_gemm_bench(const GemmBenchArgs& a) {
     nlohmann::json out = run_facts();
     out["gpu"] = gpu_facts("cuda");
     out["sm_clock_mhz_after"] = sm_clock_now("cuda");
-    out["bandwidth_bytes_per_s"] = a.bandwidth;
+    out["bandwidth_bytes_per_s"] = a.bandwidth_tbs * 1e12;
     out["rows"] = rows;
     std::ofstream f(a.json_out);
     f << out.dump(2) << "\n";
@@ -292,6 +292,9 @@ const Registrar gemm_bench_reg(82, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--m", a->ms, "Row counts (decode batch sizes)")->delimiter(',');
   sub->add_option("--kernels", a->kernels, "v1 | v2 | tiled | stream | auto | cublas")->delimiter(',');
   sub->add_option("--json", a->json_out, "Write the results here")->check(writable_file());
+  sub->add_option("--bandwidth-tbs", a->bandwidth_tbs, "Memory bandwidth of the bound, TB/s (4.3: an H200)")
+      ->capture_default_str()
+      ->check(finite_range(0.0, 100.0, true));
   return [a]() -> int {
 #ifdef VERBATIM_HAVE_CUDA
     return run_gemm_bench(*a);
