@@ -9,7 +9,7 @@
 # now, the same steps.) Pack: as s36_a.
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+if is_h200; then
   call_start s36_b 560
   record_suite
 else

@@ -7,7 +7,7 @@
 # bits either way (cuda_ops_test AttentionMergeOfManyPartsIsTheFold). Pack: as s36_a.
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+if is_h200; then
   call_start s36_c 560
   record_suite
 else

@@ -3,7 +3,7 @@
 # line (a cheap try for the H200 issue 4 asks its checks on). Pack: as s36_a.
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+if is_h200; then
   call_start s36_d 560
   record_suite
   call_finish

@@ -6,7 +6,7 @@
 #   tests/cuda_invariance_test persistent_probe
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
-h200=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -c H200)
+h200=$(is_h200 && echo 1 || echo 0)
 if [ "$h200" -gt 0 ]; then call_start s36_f 560; else call_start s36_f 200; fi
 timeout 90 "$VB_BIN/persistent_probe" --json $OUT/probe.json --models 0.6b,8b --steps 50 --pf-mb 8,24 \
   > $OUT/probe.log 2>&1

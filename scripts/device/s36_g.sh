@@ -5,7 +5,7 @@
 # Pack: as s36_a.
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
-if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+if ! is_h200; then
   echo "not an H200: $(gpu_facts)"
   exit 0
 fi
