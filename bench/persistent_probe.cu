@@ -395,18 +395,29 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
 __device__ __forceinline__ void red_release(unsigned* p, unsigned v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
-// Every CTA's writes before the barrier are visible to every CTA after it. A CTA that spins far
-// longer than any phase takes traps (a CUDA error, not a hang).
-__device__ __forceinline__ void grid_barrier(unsigned* count, unsigned target) {
+// The CTA's arrival on count: every thread's writes so far (ordered before thread 0's by the
+// bar.sync, then the fence) are visible with it to an acquire that sees the count.
+__device__ __forceinline__ void cta_arrive(unsigned* count) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    __threadfence();  // the CTA's writes (ordered before by the bar.sync) before the arrival
+    __threadfence();
     red_release(count, 1u);
+  }
+}
+// Thread 0 waits until count reaches target (acquire), then the CTA's barrier passes what it saw
+// to every thread. A CTA that spins far longer than any phase takes traps (a CUDA error, not a hang).
+__device__ __forceinline__ void cta_wait_for(const unsigned* count, unsigned target) {
+  if (threadIdx.x == 0) {
     long long spins = 0;
     while (ld_acquire(count) < target)
       if (++spins > (1ll << 24)) __trap();  // ~10 s of L2 round trips
   }
   __syncthreads();
+}
+// Every CTA's writes before the barrier are visible to every CTA after it.
+__device__ __forceinline__ void grid_barrier(unsigned* count, unsigned target) {
+  cta_arrive(count);
+  cta_wait_for(count, target);
 }
 
 // CTA 0's global timer into stamps[i] (stamps null: not the timed step).
@@ -456,23 +467,12 @@ __global__ void __launch_bounds__(kThreads, 1) flow_kernel(const Phase* phases, 
   for (int i = 0; i < n; ++i) {
     const Phase& p = phases[i];
     if (has_work(p, cta)) {
-      if (i > 0) {
-        if (threadIdx.x == 0) {
-          long long spins = 0;
-          while (ld_acquire(counts + i - 1) < unsigned(ncta))
-            if (++spins > (1ll << 24)) __trap();
-        }
-        __syncthreads();
-      }
+      if (i > 0) cta_wait_for(counts + i - 1, unsigned(ncta));
       run_phase(p, cta, ncta, sm, false);
     } else if (prefetch) {
       prefetch_next(p, cta, ncta);  // idle here: the next GEMV's rows into L2 while the workers run
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      red_release(counts + i, 1u);
-    }
+    cta_arrive(counts + i);
     stamp_at(stamps, i + 1);
   }
 }

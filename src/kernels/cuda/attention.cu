@@ -563,38 +563,41 @@ __device__ __forceinline__ void row_setup_tr(const AttnArgs& a, const AttnItem& 
     pos[c] = valid[c] ? a.positions[token[c]] : -1;
   }
 }
-template <typename T, int HD>
-__device__ __forceinline__ void store_out(const AttnArgs& a, int token, int head, const float (&acc)[HD / 8][4], int h,
-                                          float l) {
+// acc[n] holds output columns 8 (n0 + n) .. + 7 (n0 > 0: the split kernel's warps, a slice each).
+template <typename T, int HD, int NT>
+__device__ __forceinline__ void store_out(const AttnArgs& a, int token, int head, const float (&acc)[NT][4], int h,
+                                          float l, int n0 = 0) {
   const int tig = threadIdx.x & 3;
-  T* o = static_cast<T*>(a.out) + (int64_t(token) * a.heads + head) * HD;
+  T* o = static_cast<T*>(a.out) + (int64_t(token) * a.heads + head) * HD + n0 * 8;
 #pragma unroll
-  for (int n = 0; n < HD / 8; ++n)
+  for (int n = 0; n < NT; ++n)
     *reinterpret_cast<uint32_t*>(o + n * 8 + tig * 2) = pack2<T>(fdiv(acc[n][2 * h], l), fdiv(acc[n][2 * h + 1], l));
 }
 
 // A part's result: the output itself for a row whose keys all lie in part 0, else the part's
-// state (m, l, acc) for attention_merge.
-template <typename T, int HD>
+// state (m, l, acc) for attention_merge. acc: columns from 8 n0 (store_out's); write_ml: whether
+// this thread's quad writes the state's m and l (the split kernel's warp 0 only).
+template <typename T, int HD, int NT>
 __device__ __forceinline__ void store_part(const AttnArgs& a, const AttnItem& item, const int (&token)[2],
                                            const int (&head)[2], const int (&pos)[2], const bool (&valid)[2], int p0,
-                                           const float (&m)[2], const float (&l)[2], const float (&acc)[HD / 8][4]) {
+                                           const float (&m)[2], const float (&l)[2], const float (&acc)[NT][4],
+                                           int n0 = 0, bool write_ml = true) {
   const int tig = threadIdx.x & 3;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (!valid[h] || pos[h] < p0) continue;
     if (pos[h] / a.part_tokens == 0) {
-      store_out<T, HD>(a, token[h], head[h], acc, h, l[h]);
+      store_out<T, HD>(a, token[h], head[h], acc, h, l[h], n0);
     } else {
       const int64_t st = int64_t(a.state_base[token[h]] + item.part) * a.heads + head[h];
       float* sp = a.states + st * (HD + 4);
-      if (tig == 0) {
+      if (tig == 0 && write_ml) {
         sp[0] = m[h];
         sp[1] = l[h];
       }
 #pragma unroll
-      for (int n = 0; n < HD / 8; ++n)
-        *reinterpret_cast<float2*>(sp + 4 + n * 8 + tig * 2) = make_float2(acc[n][2 * h], acc[n][2 * h + 1]);
+      for (int n = 0; n < NT; ++n)
+        *reinterpret_cast<float2*>(sp + 4 + (n0 + n) * 8 + tig * 2) = make_float2(acc[n][2 * h], acc[n][2 * h + 1]);
     }
   }
 }
@@ -617,16 +620,19 @@ __device__ __forceinline__ void store_out_tr(const AttnArgs& a, int token, int h
 // flight instead of one memory round trip per part); the fold itself is unchanged and in order.
 // States are read through L2 (ld.global.cg): with the merge fused into the attention kernel,
 // other CTAs of the same grid wrote them, and L1 is not coherent across SMs.
-template <typename T, int HD>
-__device__ __forceinline__ void merge_row(const AttnArgs& a, int token, int base, int head, int parts, int lane) {
-  constexpr int kMergeAhead = HD >= 256 ? 8 : 16;
-  constexpr int kPer = (HD + 31) / 32;
+// DIMS, d0: the warp folds dims d0 .. d0 + DIMS - 1 of the row (the sliced merge: a warp a slice
+// of 32, every part's state loaded at once); m and l are folded alike in every warp of the row.
+template <typename T, int HD, int DIMS = HD, int AHEAD = (HD >= 256 ? 8 : 16)>
+__device__ __forceinline__ void merge_row(const AttnArgs& a, int token, int base, int head, int parts, int lane,
+                                          int d0 = 0) {
+  constexpr int kMergeAhead = AHEAD;
+  constexpr int kPer = (DIMS + 31) / 32;
   const float* st = a.states + (int64_t(base) * a.heads + head) * (HD + 4);
   const int64_t stride = int64_t(a.heads) * (HD + 4);
   float m = __ldcg(st), l = __ldcg(st + 1);
   float acc[kPer];
 #pragma unroll
-  for (int c = 0; c < kPer; ++c) acc[c] = (lane + 32 * c < HD) ? __ldcg(st + 4 + lane + 32 * c) : 0.0f;
+  for (int c = 0; c < kPer; ++c) acc[c] = (lane + 32 * c < DIMS) ? __ldcg(st + 4 + d0 + lane + 32 * c) : 0.0f;
   for (int p0 = 1; p0 < parts; p0 += kMergeAhead) {
     float pm[kMergeAhead], pl[kMergeAhead], pa[kMergeAhead][kPer];
 #pragma unroll
@@ -636,7 +642,7 @@ __device__ __forceinline__ void merge_row(const AttnArgs& a, int token, int base
         pm[j] = __ldcg(sp);
         pl[j] = __ldcg(sp + 1);
 #pragma unroll
-        for (int c = 0; c < kPer; ++c) pa[j][c] = (lane + 32 * c < HD) ? __ldcg(sp + 4 + lane + 32 * c) : 0.0f;
+        for (int c = 0; c < kPer; ++c) pa[j][c] = (lane + 32 * c < DIMS) ? __ldcg(sp + 4 + d0 + lane + 32 * c) : 0.0f;
       }
     }
 #pragma unroll
@@ -646,14 +652,14 @@ __device__ __forceinline__ void merge_row(const AttnArgs& a, int token, int base
         fold_scalars(m, l, pm[j], pl[j], fa, fb);  // the fold kernel's arithmetic, in the same order
 #pragma unroll
         for (int c = 0; c < kPer; ++c)
-          if (lane + 32 * c < HD) acc[c] = fold_elem(acc[c], pa[j][c], fa, fb);
+          if (lane + 32 * c < DIMS) acc[c] = fold_elem(acc[c], pa[j][c], fa, fb);
       }
     }
   }
-  T* o = static_cast<T*>(a.out) + (int64_t(token) * a.heads + head) * HD;
+  T* o = static_cast<T*>(a.out) + (int64_t(token) * a.heads + head) * HD + d0;
 #pragma unroll
   for (int c = 0; c < kPer; ++c)
-    if (lane + 32 * c < HD) o[lane + 32 * c] = from_f<T>(fdiv(acc[c], l));
+    if (lane + 32 * c < DIMS) o[lane + 32 * c] = from_f<T>(fdiv(acc[c], l));
 }
 
 // One atomic add with release and acquire semantics at GPU scope (the fused merge's count).
@@ -769,6 +775,186 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
   }
   store_part<T, HD>(a, item, token, head, pos, valid, p0, m, l, acc);
   merge_if_last<T, HD, WARPS>(a, item, kvh, maxpos);
+}
+
+// Items of <= 16 rows whose parts are one tile, while their CTAs fit the GPU at 2 per SM (decode
+// at batch 1-2): the four-warp per-part kernel's work split over its warps, where that kernel
+// leaves warp 0 all of it (every row sits in warp 0's m16 tile). Warp w copies and scores keys
+// 16 w .. 16 w + 15 (each score is its own MMA chain over the head dims: the same bits in any
+// warp); the rows' maxima meet in shared memory (a max is exact in any order); warp w's
+// probabilities (each a function of its score and the row's max alone) go to shared memory; then
+// every warp sums all 64 of a row in key order with tile_probs' chain and quad tree (so every warp
+// holds the same l) and computes P·V for output columns HD/4 w .. HD/4 (w + 1) over all 64 keys
+// (each column its own MMA chain, key blocks j ascending, as tile_compute's). So every value is
+// the per-part kernel's, bit for bit (cuda_ops_test compares them); the serial chain of warp 0
+// shrinks to a quarter of the MMAs and exps plus two CTA barriers.
+template <typename T, int HD>
+__global__ void __launch_bounds__(128) attention_split_kernel(AttnArgs a, int item_offset) {
+  static_assert(HD >= 64, "four warps take HD / 32 output column blocks each, an even count");
+  constexpr int kNt = HD / 32;        // output column blocks (8 wide) of a warp
+  constexpr int kChunks = HD / 8;     // 16-byte chunks of a key row
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* ks = reinterpret_cast<T*>(smem_raw);
+  T* vs = ks + Smem<HD>::kKElems;
+  float* row_max = reinterpret_cast<float*>(smem_raw + Smem<HD>::kStageElems * sizeof(T));  // [warp][16 rows]
+  uint32_t* probs = reinterpret_cast<uint32_t*>(row_max + 4 * 16);  // [key block 8][half 2][lane 32]
+  // Step inputs first (read_step_inputs_before_pdl in common.cuh), the block ids included.
+  const AttnItem item = a.items[item_offset + blockIdx.x];
+  if (item.count == 0) return;  // graph padding (uniform over the CTA: before any barrier)
+  const int kvh = blockIdx.y;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+  const T* kc = static_cast<const T*>(a.k_cache);
+  const T* vc = static_cast<const T*>(a.v_cache);
+  int maxpos = 0;
+  for (int i = 0; i < item.count; ++i) maxpos = max(maxpos, a.positions[item.first + i]);
+  const int p0 = item.part * kTile;
+  const int p1 = min(p0 + kTile, maxpos + 1);
+  const int k0 = p0 + warp * 16;  // this warp's keys
+  const TileBlocks blocks(a.block_tables + item.bt_offset, k0, min(k0 + 16, p1), a.block_size);
+  int pos[2], token[2], head[2];
+  bool valid[2];
+  row_setup<HD>(a, item, kvh, pos, token, head, valid, 0);  // every warp holds rows 0..15
+  pdl_begin();  // q, K and V are written by the kernels before this one
+  // K, then V, of this warp's keys; keys past the part are zeros (load_tile's reason).
+#pragma unroll
+  for (int kv = 0; kv < 2; ++kv) {
+    const T* src = kv ? vc : kc;
+    T* dst = kv ? vs : ks;
+    const int stride = kv ? Smem<HD>::kVStride : Smem<HD>::kKStride;
+#pragma unroll 4
+    for (int idx = lane; idx < 16 * kChunks; idx += 32) {
+      const int key = idx / kChunks, c = idx % kChunks, p = k0 + key;
+      const int64_t slot = blocks.slot(p);
+      T* d = dst + (warp * 16 + key) * stride + c * 8;
+      if (p < p1) cp_async16(d, src + (slot * a.kv_heads + kvh) * HD + c * 8);
+      else *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
+    }
+    cp_async_commit();
+  }
+  uint32_t qa[HD / 16][4];
+  load_q<T, HD>(a, token, head, valid, qa);
+  bool active[2], any[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    active[h] = valid[h] && p0 <= pos[h];
+    any[h] = __any_sync(0xffffffffu, active[h]);  // the same in every warp: the same rows
+  }
+  cp_async_wait<1>();
+  __syncwarp();  // this warp's K rows, copied by its lanes
+  float s[2][4];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) s[j][c] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      const uint2 b = KFromSmem<T, HD>{ks}.at(2 * warp + j, kk);
+      mma16816<T>(s[j], qa[kk], b.x, b.y);
+    }
+  }
+  // Scale and mask (tile_probs'), this warp's maxima per row.
+  float mt[2] = {kNegInf, kNegInf};
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int kp = p0 + (2 * warp + j) * 8 + tig * 2 + e;
+        const float v = kp <= pos[h] ? fmul(s[j][2 * h + e], a.scale) : kNegInf;
+        s[j][2 * h + e] = v;
+        mt[h] = fmaxf(mt[h], v);
+      }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    mt[h] = fmaxf(mt[h], __shfl_xor_sync(0xffffffffu, mt[h], 1));
+    mt[h] = fmaxf(mt[h], __shfl_xor_sync(0xffffffffu, mt[h], 2));
+    if (tig == 0) row_max[warp * 16 + h * 8 + gid] = mt[h];
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every warp's maxima, and every V row, are in shared memory
+  float mn[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mx = kNegInf;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) mx = fmaxf(mx, row_max[w * 16 + h * 8 + gid]);
+    mn[h] = active[h] ? fmaxf(kNegInf, mx) : kNegInf;  // tile_probs' mn from m_in = -inf
+  }
+  // This warp's probabilities (tile_probs': round_exp_candidate where sure, else the recipe).
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    uint32_t pw[2] = {0u, 0u};
+    bool unsure = false;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (any[h]) pw[h] = prob_pair<T>(s[j][2 * h], mn[h], active[h], s[j][2 * h + 1], mn[h], active[h], unsure);
+    if (__any_sync(0xffffffffu, unsure)) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (any[h]) pw[h] = prob_pair_exact<T>(s[j][2 * h], mn[h], active[h], s[j][2 * h + 1], mn[h], active[h]);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) probs[((2 * warp + j) * 2 + h) * 32 + lane] = pw[h];
+  }
+  __syncthreads();  // every key block's probabilities
+  uint32_t pw[8][2];
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) pw[nt][h] = probs[(nt * 2 + h) * 32 + lane];
+  // Each row's sum in key order (nt, then e), then the quad tree: tile_probs' order exactly; a
+  // half without active rows gets idle_half's +0.
+  float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (!any[h]) continue;
+    float sm = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) sm = fadd(fadd(sm, lo_f<T>(pw[nt][h])), hi_f<T>(pw[nt][h]));
+    sm = fadd(sm, __shfl_xor_sync(0xffffffffu, sm, 1));
+    sm = fadd(sm, __shfl_xor_sync(0xffffffffu, sm, 2));
+    sum[h] = sm;
+  }
+  // P·V, this warp's output columns, key blocks j ascending (tile_compute's order per column).
+  uint32_t pa[4][4];
+  p_frags(pw, pa);
+  float o[kNt][4];
+#pragma unroll
+  for (int n = 0; n < kNt; ++n)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) o[n][c] = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int n = 0; n < kNt; n += 2) {
+      uint32_t b[4];
+      v_frags<T, HD>(vs, j, warp * kNt + n, b);
+      mma16816<T>(o[n], pa[j], b[0], b[1]);
+      mma16816<T>(o[n + 1], pa[j], b[2], b[3]);
+    }
+  // The per-part kernel's update of a fresh state by its one tile (m = -inf: alpha = 0).
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (!active[h]) {
+#pragma unroll
+      for (int n = 0; n < kNt; ++n) o[n][2 * h] = o[n][2 * h + 1] = 0.0f;
+      continue;
+    }
+    l[h] = fadd(fmul(0.0f, 0.0f), sum[h]);
+#pragma unroll
+    for (int n = 0; n < kNt; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) o[n][2 * h + e] = fadd(fmul(0.0f, 0.0f), o[n][2 * h + e]);
+    m[h] = mn[h];
+  }
+  store_part<T, HD>(a, item, token, head, pos, valid, p0, m, l, o, warp * kNt, warp == 0);
+  merge_if_last<T, HD, 4>(a, item, kvh, maxpos);
+}
+template <typename T, int HD>
+constexpr size_t split_kernel_smem() {  // one K and V stage, the rows' maxima, the probabilities
+  return Smem<HD>::kStageElems * sizeof(T) + 4 * 16 * sizeof(float) + 8 * 2 * 32 * sizeof(uint32_t);
 }
 
 // Items of <= 16 rows with parts of one tile (the contract's decode at larger batches): one warp
@@ -1399,6 +1585,27 @@ __global__ void merge_kernel(AttnArgs a, const int32_t* __restrict__ tokens, con
   merge_row<T, HD>(a, token, base, head, parts, lane);
 }
 
+// The merge with a warp per 32 dims of a (multi-part token, head) row instead of the whole row:
+// HD / 32 times the warps, each with its slice of every part's state loaded at once (32 ahead),
+// so a row of up to 33 parts costs one round trip to L2 instead of two or three. The fold is
+// merge_row's per element, in part order; m and l fold alike in each slice's warp: same bits.
+template <typename T, int HD>
+__global__ void merge_sliced_kernel(AttnArgs a, const int32_t* __restrict__ tokens,
+                                    const int32_t* __restrict__ num_parts, int count) {
+  constexpr int kSlices = HD >= 32 ? HD / 32 : 1;
+  const int w = blockIdx.x * 4 + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (w >= count * a.heads * kSlices) return;
+  const int slice = w % kSlices, row = w / kSlices;
+  const int i = row / a.heads, head = row % a.heads;
+  const int token = tokens[i];
+  const int parts = num_parts[i];
+  if (parts <= 1) return;
+  const int base = a.state_base[token];
+  pdl_begin();  // the states are written by the attention kernel before this one
+  merge_row<T, HD, HD / kSlices, 32>(a, token, base, head, parts, lane, slice * (HD / kSlices));
+}
+
 template <typename T>
 __global__ void kv_write_kernel(const T* __restrict__ k, const T* __restrict__ v, int64_t ld, int64_t T_, int kv_heads,
                                 int head_dim, const int32_t* __restrict__ slots, T* __restrict__ kc,
@@ -1426,6 +1633,9 @@ void prepare_hd() {
                                int(2 * stage_bytes<T, HD>())));
   VB_CUDA(cudaFuncSetAttribute(attention_part_kernel<T, HD, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                int(2 * stage_bytes<T, HD>())));
+  if constexpr (HD >= 64)
+    VB_CUDA(cudaFuncSetAttribute(attention_split_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 int(split_kernel_smem<T, HD>())));
   for (auto* k : {attention_fold_kernel<T, HD, 0, false>, attention_fold_kernel<T, HD, 16, false>,
                   attention_fold_kernel<T, HD, 32, true>, attention_fold_kernel<T, HD, 32, true, true>})
     VB_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(fold_smem_bytes<T, HD>())));
@@ -1454,6 +1664,26 @@ int tile_kernel_mode() {
     return s == "0" ? 0 : s == "2" ? 2 : 1;
   }();
   return env;
+}
+// A same-bits switch: the value a test set (>= 0), else the environment's (read once by the caller).
+int switch_value(const std::atomic<int>& set, int env_value) {
+  const int v = set.load(std::memory_order_relaxed);
+  return v >= 0 ? v : env_value;
+}
+// Four-warp CTAs of one-tile parts (batch 1-2 decode): 1 = attention_split_kernel (the tile's
+// keys and P·V columns split over the warps), 0 = attention_part_kernel<4> (warp 0 computes);
+// -1 = VERBATIM_ATTN_SPLIT_KEYS (default 0). Same bits either way (set_attention_split_keys).
+std::atomic<int> g_split_keys{-1};
+bool split_keys_mode() {
+  static const int env = env_int("VERBATIM_ATTN_SPLIT_KEYS", 0);
+  return switch_value(g_split_keys, env) == 1;
+}
+// The merge: 1 = merge_sliced_kernel (a warp per 32 dims of a row), 0 = merge_kernel (a warp a
+// row); -1 = VERBATIM_ATTN_MERGE_SLICED (default 0). Same bits either way.
+std::atomic<int> g_merge_sliced{-1};
+bool merge_sliced_mode() {
+  static const int env = env_int("VERBATIM_ATTN_MERGE_SLICED", 0);
+  return switch_value(g_merge_sliced, env) == 1;
 }
 // The fold kernel's variant (same bits every way): -1 = VERBATIM_ATTN_FOLD_PV (default 3), else
 // set by set_attention_fold_pv (tests). 0: whole-tile P·V, cp.async loads; 1: P·V folded 16
@@ -1497,7 +1727,13 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
     const int forced = g_small_warps.load(std::memory_order_relaxed);
     const bool four = forced == 4 || (forced == 0 && (a.part_tokens > kTile || ctas <= 2 * sm_count()));
     const int tile_mode = tile_kernel_mode();
-    if (four)
+    bool split = false;
+    if constexpr (HD >= 64) split = four && a.part_tokens == kTile && split_keys_mode();
+    if (split) {
+      if constexpr (HD >= 64)
+        pdl_launch(attention_split_kernel<T, HD>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(kThreads),
+                   split_kernel_smem<T, HD>(), stream, a, g.small_begin);
+    } else if (four)
       pdl_launch(attention_part_kernel<T, HD, 4>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(kThreads),
                  stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
     else if (a.part_tokens == kTile && tile_mode != 0)
@@ -1546,8 +1782,13 @@ void dispatch_hd(const AttnArgs& a, const AttnLaunch& g, cudaStream_t stream) {
 
 template <typename T, int HD>
 void launch_merge(const AttnArgs& a, const int32_t* tokens, const int32_t* parts, int count, cudaStream_t stream) {
-  const int warps = count * a.heads;
-  pdl_launch(merge_kernel<T, HD>, dim3(ceil_div(warps, 4)), dim3(128), 0, stream, a, tokens, parts, count);
+  if (merge_sliced_mode()) {
+    const int warps = count * a.heads * (HD >= 32 ? HD / 32 : 1);
+    pdl_launch(merge_sliced_kernel<T, HD>, dim3(ceil_div(warps, 4)), dim3(128), 0, stream, a, tokens, parts, count);
+  } else {
+    const int warps = count * a.heads;
+    pdl_launch(merge_kernel<T, HD>, dim3(ceil_div(warps, 4)), dim3(128), 0, stream, a, tokens, parts, count);
+  }
   VB_CUDA_LAUNCHED();
 }
 
@@ -1698,6 +1939,16 @@ void set_attention_ring_transposed(int mode) {
 void set_attention_fold_pv(int mode) {
   if (mode < -1 || mode > 3) throw Error("cuda attention: fold kernel mode must be -1 to 3");
   g_fold_pv.store(mode, std::memory_order_relaxed);
+}
+
+void set_attention_split_keys(int mode) {
+  if (mode < -1 || mode > 1) throw Error("cuda attention: split-keys mode must be -1, 0 or 1");
+  g_split_keys.store(mode, std::memory_order_relaxed);
+}
+
+void set_attention_merge_sliced(int mode) {
+  if (mode < -1 || mode > 1) throw Error("cuda attention: sliced-merge mode must be -1, 0 or 1");
+  g_merge_sliced.store(mode, std::memory_order_relaxed);
 }
 
 void set_attention_small_item_warps(int warps) {
