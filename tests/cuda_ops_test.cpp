@@ -1043,24 +1043,22 @@ TEST_P(CudaOps, AttentionRowBitsIndependentOfBatchAndChunking) {
   EXPECT_EQ(differ_first, 0);
 }
 
-TEST_P(CudaOps, AttentionSplitKeysAndSlicedMergeGiveTheFoldBitsAtEveryHeadDim) {
-  // The split four-warp kernel and the sliced merge at the head dims AttentionMergeOfManyPartsIsTheFold
-  // does not run (64, 256; 32 takes the per-part kernel: no split below 64 dims), decode rows alone
-  // against the prefill rows' bits, at 2 and 16 query heads per kv head (rows in one or both halves
-  // of the m16 tile).
+TEST_P(CudaOps, AttentionSplitKeysGivesTheFoldBitsAtEveryHeadDim) {
+  // The split four-warp kernel at the head dims AttentionMergeOfManyPartsIsTheFold does not run
+  // (64, 256; 32 takes the per-part kernel: no split below 64 dims), decode rows alone against the
+  // prefill rows' bits, at 2 and 16 query heads per kv head (rows in one or both halves of the m16
+  // tile).
   for (auto [heads, hd] : {std::tuple{4, 64}, std::tuple{32, 64}, std::tuple{4, 256}, std::tuple{4, 32}}) {
     AttnFixture f(t(), heads, 2, hd, {1100});
     const auto ref = f.gpu(all_tokens(f));
     cuda::set_attention_small_item_warps(4);
     cuda::set_attention_split_keys(1);
-    cuda::set_attention_merge_sliced(1);
     for (int p : {0, 40, 63, 64, 700, 1087, 1099}) {
       const auto got = f.gpu({{0, p}});
       ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", heads " << heads << ", head_dim " << hd;
     }
     cuda::set_attention_small_item_warps(0);
     cuda::set_attention_split_keys(-1);
-    cuda::set_attention_merge_sliced(-1);
   }
 }
 
@@ -1084,8 +1082,7 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
     for (const auto& [k, v] : variant) ASSERT_EQ(v, ref.at(k)) << "fold kernel " << mode << ", pos " << k.second;
   }
   cuda::set_attention_fold_pv(-1);
-  // Four-warp CTAs with the tile's keys and P·V columns split over the warps (split 1), and the
-  // merge with a warp per 32 dims of a row (merge 1) beside a warp per row (0) and fused (2).
+  // Four-warp CTAs with the tile's keys and P·V columns split over the warps (split 1) and not (0).
   for (int warps : {1, 4, 0})
   for (int tile_kernel : {0, 1, 2})
   for (int split : {0, 1}) {
@@ -1097,10 +1094,8 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
     const std::string how = "small-item warps " + std::to_string(warps) + ", tile kernel " +
                             std::to_string(tile_kernel) + ", split keys " + std::to_string(split) + ", heads " +
                             std::to_string(heads) + ", block size " + std::to_string(bs);
-    for (int merge : {0, 1, 2}) {
-    const bool fused = merge == 2;
-    cuda::set_attention_merge_sliced(merge == 1 ? 1 : 0);
-    const std::string how_f = how + (fused ? ", merge fused" : merge == 1 ? ", sliced merge kernel" : ", merge kernel");
+    for (bool fused : {false, true}) {
+    const std::string how_f = how + (fused ? ", merge fused" : ", merge kernel");
     for (int p : {0, 5, 63, 64, 100, 1023, 1024, 1025, 1087, 1088, 1099}) {
       const auto got = f.gpu({{0, p}}, {.fused_merge = fused});
       ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", " << how_f;
@@ -1114,7 +1109,6 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
   cuda::set_attention_small_item_warps(0);
   cuda::set_attention_tile_kernel(-1);
   cuda::set_attention_split_keys(-1);
-  cuda::set_attention_merge_sliced(-1);
   // The ring kernel (whole rows of <= 16 rows, tiles computed by warps in turn, their states folded
   // in tile order by one warp), every shape: decode rows as their own items (the graph's layout,
   // tiles from 1 to 18, rows in one tile), and items of several tokens at other positions (their

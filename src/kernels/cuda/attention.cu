@@ -620,19 +620,16 @@ __device__ __forceinline__ void store_out_tr(const AttnArgs& a, int token, int h
 // flight instead of one memory round trip per part); the fold itself is unchanged and in order.
 // States are read through L2 (ld.global.cg): with the merge fused into the attention kernel,
 // other CTAs of the same grid wrote them, and L1 is not coherent across SMs.
-// DIMS, d0: the warp folds dims d0 .. d0 + DIMS - 1 of the row (the sliced merge: a warp a slice
-// of 32, every part's state loaded at once); m and l are folded alike in every warp of the row.
-template <typename T, int HD, int DIMS = HD, int AHEAD = (HD >= 256 ? 8 : 16)>
-__device__ __forceinline__ void merge_row(const AttnArgs& a, int token, int base, int head, int parts, int lane,
-                                          int d0 = 0) {
-  constexpr int kMergeAhead = AHEAD;
-  constexpr int kPer = (DIMS + 31) / 32;
+template <typename T, int HD>
+__device__ __forceinline__ void merge_row(const AttnArgs& a, int token, int base, int head, int parts, int lane) {
+  constexpr int kMergeAhead = HD >= 256 ? 8 : 16;
+  constexpr int kPer = (HD + 31) / 32;
   const float* st = a.states + (int64_t(base) * a.heads + head) * (HD + 4);
   const int64_t stride = int64_t(a.heads) * (HD + 4);
   float m = __ldcg(st), l = __ldcg(st + 1);
   float acc[kPer];
 #pragma unroll
-  for (int c = 0; c < kPer; ++c) acc[c] = (lane + 32 * c < DIMS) ? __ldcg(st + 4 + d0 + lane + 32 * c) : 0.0f;
+  for (int c = 0; c < kPer; ++c) acc[c] = (lane + 32 * c < HD) ? __ldcg(st + 4 + lane + 32 * c) : 0.0f;
   for (int p0 = 1; p0 < parts; p0 += kMergeAhead) {
     float pm[kMergeAhead], pl[kMergeAhead], pa[kMergeAhead][kPer];
 #pragma unroll
@@ -642,7 +639,7 @@ __device__ __forceinline__ void merge_row(const AttnArgs& a, int token, int base
         pm[j] = __ldcg(sp);
         pl[j] = __ldcg(sp + 1);
 #pragma unroll
-        for (int c = 0; c < kPer; ++c) pa[j][c] = (lane + 32 * c < DIMS) ? __ldcg(sp + 4 + d0 + lane + 32 * c) : 0.0f;
+        for (int c = 0; c < kPer; ++c) pa[j][c] = (lane + 32 * c < HD) ? __ldcg(sp + 4 + lane + 32 * c) : 0.0f;
       }
     }
 #pragma unroll
@@ -652,14 +649,14 @@ __device__ __forceinline__ void merge_row(const AttnArgs& a, int token, int base
         fold_scalars(m, l, pm[j], pl[j], fa, fb);  // the fold kernel's arithmetic, in the same order
 #pragma unroll
         for (int c = 0; c < kPer; ++c)
-          if (lane + 32 * c < DIMS) acc[c] = fold_elem(acc[c], pa[j][c], fa, fb);
+          if (lane + 32 * c < HD) acc[c] = fold_elem(acc[c], pa[j][c], fa, fb);
       }
     }
   }
-  T* o = static_cast<T*>(a.out) + (int64_t(token) * a.heads + head) * HD + d0;
+  T* o = static_cast<T*>(a.out) + (int64_t(token) * a.heads + head) * HD;
 #pragma unroll
   for (int c = 0; c < kPer; ++c)
-    if (lane + 32 * c < DIMS) o[lane + 32 * c] = from_f<T>(fdiv(acc[c], l));
+    if (lane + 32 * c < HD) o[lane + 32 * c] = from_f<T>(fdiv(acc[c], l));
 }
 
 // One atomic add with release and acquire semantics at GPU scope (the fused merge's count).
@@ -1585,27 +1582,6 @@ __global__ void merge_kernel(AttnArgs a, const int32_t* __restrict__ tokens, con
   merge_row<T, HD>(a, token, base, head, parts, lane);
 }
 
-// The merge with a warp per 32 dims of a (multi-part token, head) row instead of the whole row:
-// HD / 32 times the warps, each with its slice of every part's state loaded at once (32 ahead),
-// so a row of up to 33 parts costs one round trip to L2 instead of two or three. The fold is
-// merge_row's per element, in part order; m and l fold alike in each slice's warp: same bits.
-template <typename T, int HD>
-__global__ void merge_sliced_kernel(AttnArgs a, const int32_t* __restrict__ tokens,
-                                    const int32_t* __restrict__ num_parts, int count) {
-  constexpr int kSlices = HD >= 32 ? HD / 32 : 1;
-  const int w = blockIdx.x * 4 + (threadIdx.x >> 5);
-  const int lane = threadIdx.x & 31;
-  if (w >= count * a.heads * kSlices) return;
-  const int slice = w % kSlices, row = w / kSlices;
-  const int i = row / a.heads, head = row % a.heads;
-  const int token = tokens[i];
-  const int parts = num_parts[i];
-  if (parts <= 1) return;
-  const int base = a.state_base[token];
-  pdl_begin();  // the states are written by the attention kernel before this one
-  merge_row<T, HD, HD / kSlices, 32>(a, token, base, head, parts, lane, slice * (HD / kSlices));
-}
-
 template <typename T>
 __global__ void kv_write_kernel(const T* __restrict__ k, const T* __restrict__ v, int64_t ld, int64_t T_, int kv_heads,
                                 int head_dim, const int32_t* __restrict__ slots, T* __restrict__ kc,
@@ -1670,20 +1646,15 @@ int switch_value(const std::atomic<int>& set, int env_value) {
   const int v = set.load(std::memory_order_relaxed);
   return v >= 0 ? v : env_value;
 }
-// Four-warp CTAs of one-tile parts (batch 1-2 decode): 1 = attention_split_kernel (the tile's
-// keys and P·V columns split over the warps), 0 = attention_part_kernel<4> (warp 0 computes);
-// -1 = VERBATIM_ATTN_SPLIT_KEYS (default 0). Same bits either way (set_attention_split_keys).
+// Four-warp CTAs of one-tile parts (batch 1 decode): 1 = attention_split_kernel (the tile's keys
+// and P·V columns split over the warps), 0 = attention_part_kernel<4> (warp 0 computes); -1 =
+// VERBATIM_ATTN_SPLIT_KEYS (default 1). Same bits either way (set_attention_split_keys). H100,
+// s37_a, batch 1, 3 rounds alternated, ms a step: 0.6B 1.069-1.073 against 1.119-1.125 (-4.6%),
+// 8B 6.025-6.063 against 6.074-6.110 (-0.6%).
 std::atomic<int> g_split_keys{-1};
 bool split_keys_mode() {
-  static const int env = env_int("VERBATIM_ATTN_SPLIT_KEYS", 0);
+  static const int env = env_int("VERBATIM_ATTN_SPLIT_KEYS", 1);
   return switch_value(g_split_keys, env) == 1;
-}
-// The merge: 1 = merge_sliced_kernel (a warp per 32 dims of a row), 0 = merge_kernel (a warp a
-// row); -1 = VERBATIM_ATTN_MERGE_SLICED (default 0). Same bits either way.
-std::atomic<int> g_merge_sliced{-1};
-bool merge_sliced_mode() {
-  static const int env = env_int("VERBATIM_ATTN_MERGE_SLICED", 0);
-  return switch_value(g_merge_sliced, env) == 1;
 }
 // The fold kernel's variant (same bits every way): -1 = VERBATIM_ATTN_FOLD_PV (default 3), else
 // set by set_attention_fold_pv (tests). 0: whole-tile P·V, cp.async loads; 1: P·V folded 16
@@ -1723,6 +1694,8 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
     // loads sooner. tests/cuda_ops_test (AttentionMergeOfManyPartsIsTheFold) checks both give
     // the same bits. H200, s2 call 2 (0.6B, 1k context): one-tile parts at batch 64 (8,704 CTAs)
     // 6.5 ms/step with one warp vs 9.3 with four; 1,024-token parts (fast mode) the reverse.
+    // Four-warp CTAs of one-tile parts (the contract's batch-1 decode) take the split kernel,
+    // whose warps share the tile's work instead (split_keys_mode).
     const int ctas = (g.small_end - g.small_begin) * a.kv_heads;
     const int forced = g_small_warps.load(std::memory_order_relaxed);
     const bool four = forced == 4 || (forced == 0 && (a.part_tokens > kTile || ctas <= 2 * sm_count()));
@@ -1782,13 +1755,8 @@ void dispatch_hd(const AttnArgs& a, const AttnLaunch& g, cudaStream_t stream) {
 
 template <typename T, int HD>
 void launch_merge(const AttnArgs& a, const int32_t* tokens, const int32_t* parts, int count, cudaStream_t stream) {
-  if (merge_sliced_mode()) {
-    const int warps = count * a.heads * (HD >= 32 ? HD / 32 : 1);
-    pdl_launch(merge_sliced_kernel<T, HD>, dim3(ceil_div(warps, 4)), dim3(128), 0, stream, a, tokens, parts, count);
-  } else {
-    const int warps = count * a.heads;
-    pdl_launch(merge_kernel<T, HD>, dim3(ceil_div(warps, 4)), dim3(128), 0, stream, a, tokens, parts, count);
-  }
+  const int warps = count * a.heads;
+  pdl_launch(merge_kernel<T, HD>, dim3(ceil_div(warps, 4)), dim3(128), 0, stream, a, tokens, parts, count);
   VB_CUDA_LAUNCHED();
 }
 
@@ -1944,11 +1912,6 @@ void set_attention_fold_pv(int mode) {
 void set_attention_split_keys(int mode) {
   if (mode < -1 || mode > 1) throw Error("cuda attention: split-keys mode must be -1, 0 or 1");
   g_split_keys.store(mode, std::memory_order_relaxed);
-}
-
-void set_attention_merge_sliced(int mode) {
-  if (mode < -1 || mode > 1) throw Error("cuda attention: sliced-merge mode must be -1, 0 or 1");
-  g_merge_sliced.store(mode, std::memory_order_relaxed);
 }
 
 void set_attention_small_item_warps(int warps) {

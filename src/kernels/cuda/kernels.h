@@ -288,11 +288,8 @@ void attention_prepare();  // sets the kernels' shared-memory limits (once, befo
 void set_attention_small_item_warps(int warps);
 // Four-warp CTAs of one-tile parts (decode at batch 1-2): 1 splits the tile's keys and P·V columns
 // over the four warps (attention_split_kernel, head_dim >= 64), 0 leaves them to warp 0, -1
-// VERBATIM_ATTN_SPLIT_KEYS (default 0). Same bits either way (cuda_ops_test).
+// VERBATIM_ATTN_SPLIT_KEYS (default 1). Same bits either way (cuda_ops_test).
 void set_attention_split_keys(int mode);
-// The merge of multi-part rows: 1 a warp per 32 dims of a row (every part's state loaded at once),
-// 0 a warp per row, -1 VERBATIM_ATTN_MERGE_SLICED (default 0). Same bits either way (cuda_ops_test).
-void set_attention_merge_sliced(int mode);
 // One-warp items of one-tile parts: 1 the tile kernel (K straight from the cache into registers
 // before its MMAs, V alone in shared memory), 2 the same with K read as the MMAs use it, 0 the
 // one-warp per-part kernel, -1 VERBATIM_ATTN_TILE_KERNEL (default 1). Same bits every way
