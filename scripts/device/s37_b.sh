@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 37, call b (one GPU), adaptive, on the split kernel's default (VERBATIM_ATTN_SPLIT_KEYS
-# 1). On an H200: record_suite (BUDGET 560). Elsewhere (BUDGET 330): the checks of record on the
+# 1). On an H200: record_suite (BUDGET 560). Elsewhere (BUDGET 300): the checks of record on the
 # final binary (attention op tests, the 0.6B digests, the 8B bf16 one, the 64-user HTTP check,
 # the model tests) and its speed rows; then whether the split kernel also wins past batch 1, where
 # the CTAs do not fit 2 per SM and main takes the one-warp tile kernel: forced four-warp split
@@ -19,7 +19,7 @@ if is_h200; then
   record_suite
   regs
 else
-  call_start s37_b 330
+  call_start s37_b 300
   ( mk qwen3-8b $W/m8r 0.005 ) &
   ops_attention
   inv_of_record $W/m06

@@ -1646,11 +1646,12 @@ int switch_value(const std::atomic<int>& set, int env_value) {
   const int v = set.load(std::memory_order_relaxed);
   return v >= 0 ? v : env_value;
 }
-// Four-warp CTAs of one-tile parts (batch 1 decode): 1 = attention_split_kernel (the tile's keys
-// and P·V columns split over the warps), 0 = attention_part_kernel<4> (warp 0 computes); -1 =
-// VERBATIM_ATTN_SPLIT_KEYS (default 1). Same bits either way (set_attention_split_keys). H100,
-// s37_a, batch 1, 3 rounds alternated, ms a step: 0.6B 1.069-1.073 against 1.119-1.125 (-4.6%),
-// 8B 6.025-6.063 against 6.074-6.110 (-0.6%).
+// Four-warp CTAs of one-tile parts (decode at 1-4 sequences): 1 = attention_split_kernel (the
+// tile's keys and P·V columns split over the warps; four-warp CTAs up to 5 an SM, see
+// launch_attention), 0 = attention_part_kernel<4> (warp 0 computes; up to 2 an SM, else the tile
+// kernel); -1 = VERBATIM_ATTN_SPLIT_KEYS (default 1). Same bits every way. H100, s37_a, batch 1,
+// 3 rounds alternated, ms a step: 0.6B 1.069-1.073 against 1.119-1.125 (-4.6%), 8B 6.025-6.063
+// against 6.074-6.110 (-0.6%).
 std::atomic<int> g_split_keys{-1};
 bool split_keys_mode() {
   static const int env = env_int("VERBATIM_ATTN_SPLIT_KEYS", 1);
@@ -1694,14 +1695,19 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
     // loads sooner. tests/cuda_ops_test (AttentionMergeOfManyPartsIsTheFold) checks both give
     // the same bits. H200, s2 call 2 (0.6B, 1k context): one-tile parts at batch 64 (8,704 CTAs)
     // 6.5 ms/step with one warp vs 9.3 with four; 1,024-token parts (fast mode) the reverse.
-    // Four-warp CTAs of one-tile parts (the contract's batch-1 decode) take the split kernel,
-    // whose warps share the tile's work instead (split_keys_mode).
+    // Four-warp CTAs of one-tile parts take the split kernel (split_keys_mode), whose warps share
+    // the tile's work: 168 registers, 3 CTAs an SM, so it is picked up to 5 CTAs an SM (two
+    // waves at most). H100, s37_b, forced against the tile kernel, ms a step at 2 / 4 sequences
+    // (~4.1-4.4 CTAs an SM at 4): 0.6B 1.125-1.132 against 1.209-1.226, 1.326-1.332 against
+    // 1.333-1.352; 8B 5.996-6.017 against 6.121-6.151, 6.254-6.270 against 6.310-6.332.
     const int ctas = (g.small_end - g.small_begin) * a.kv_heads;
     const int forced = g_small_warps.load(std::memory_order_relaxed);
-    const bool four = forced == 4 || (forced == 0 && (a.part_tokens > kTile || ctas <= 2 * sm_count()));
+    bool split_ok = false;
+    if constexpr (HD >= 64) split_ok = a.part_tokens == kTile && split_keys_mode();
+    const int four_max = (split_ok ? 5 : 2) * sm_count();
+    const bool four = forced == 4 || (forced == 0 && (a.part_tokens > kTile || ctas <= four_max));
     const int tile_mode = tile_kernel_mode();
-    bool split = false;
-    if constexpr (HD >= 64) split = four && a.part_tokens == kTile && split_keys_mode();
+    const bool split = four && split_ok;
     if (split) {
       if constexpr (HD >= 64)
         pdl_launch(attention_split_kernel<T, HD>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(kThreads),

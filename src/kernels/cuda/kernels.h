@@ -286,9 +286,11 @@ void attention_prepare();  // sets the kernels' shared-memory limits (once, befo
 // Which per-part kernel runs items of <= 16 rows: 0 (default) picks by CTA count, 1 or 4 forces
 // the one- or four-warp kernel (same bits either way; tests compare them).
 void set_attention_small_item_warps(int warps);
-// Four-warp CTAs of one-tile parts (decode at batch 1-2): 1 splits the tile's keys and P·V columns
-// over the four warps (attention_split_kernel, head_dim >= 64), 0 leaves them to warp 0, -1
-// VERBATIM_ATTN_SPLIT_KEYS (default 1). Same bits either way (cuda_ops_test).
+// Items of <= 16 rows with one-tile parts (decode at 1-4 sequences): 1 runs them in four-warp CTAs
+// that split the tile's keys and P·V columns over the warps (attention_split_kernel, head_dim >=
+// 64) while the CTAs number <= 5 an SM; 0 leaves the work to warp 0 of four (<= 2 CTAs an SM) or
+// to the one-warp tile kernel; -1 VERBATIM_ATTN_SPLIT_KEYS (default 1). Same bits every way
+// (cuda_ops_test).
 void set_attention_split_keys(int mode);
 // One-warp items of one-tile parts: 1 the tile kernel (K straight from the cache into registers
 // before its MMAs, V alone in shared memory), 2 the same with K read as the MMAs use it, 0 the
