@@ -294,21 +294,25 @@ __device__ __forceinline__ void idle_half(float (&s)[8][4], uint32_t (&pw)[8][2]
 // are all inactive skips its exps (a decode item has rows = the kv group, < 8 on Qwen3), the halves
 // one after the other; INTERLEAVE (the fold kernel, where every row of a prefill item is valid)
 // runs both halves interleaved (tile_probs). Same bits either way.
+// The scores of key block nt (8 keys) for this thread's rows: one MMA chain over the head dims,
+// k16 steps ascending (tile_scores' per block; the split kernel's warps each take two blocks).
+template <typename T, int HD, typename KSrc>
+__device__ __forceinline__ void score_block(const uint32_t (&qa)[HD / 16][4], const KSrc& kf, int nt, float (&s)[4]) {
+#pragma unroll
+  for (int c = 0; c < 4; ++c) s[c] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < HD / 16; ++kk) {
+    const uint2 b = kf.at(nt, kk);
+    mma16816<T>(s, qa[kk], b.x, b.y);
+  }
+}
 template <typename T, int HD, typename KSrc, bool INTERLEAVE = false>
 __device__ __forceinline__ void tile_scores(const uint32_t (&qa)[HD / 16][4], const KSrc& kf, int t0,
                                             const int (&pos)[2], const bool (&valid)[2], const float (&m_in)[2],
                                             float scale, float (&s)[8][4], uint32_t (&pw)[8][2], float (&mn)[2],
                                             float (&sum)[2], bool (&active)[2]) {
 #pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c) s[nt][c] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) {
-      const uint2 b = kf.at(nt, kk);
-      mma16816<T>(s[nt], qa[kk], b.x, b.y);
-    }
-  }
+  for (int nt = 0; nt < 8; ++nt) score_block<T, HD>(qa, kf, nt, s[nt]);
 #pragma unroll
   for (int h = 0; h < 2; ++h) active[h] = valid[h] && t0 <= pos[h];  // a row skips tiles past its own position
   if constexpr (INTERLEAVE) {
@@ -774,6 +778,31 @@ __global__ void __launch_bounds__(WARPS * 32) attention_part_kernel(AttnArgs a, 
   merge_if_last<T, HD, WARPS>(a, item, kvh, maxpos);
 }
 
+// The per-part kernel's update of a fresh state (m = -inf, l = 0, acc = 0: alpha = 0) by one tile
+// (mn, sum, o: tile_compute's), for kernels whose parts are one tile: l = 0·0 + sum, acc = 0·0 + o,
+// m = mn for rows with keys in the tile; other rows keep the fresh state (o zeroed). o: NT column
+// blocks (all of the row's, or a split-kernel warp's slice).
+template <int NT>
+__device__ __forceinline__ void fresh_tile_state(const bool (&active)[2], const float (&mn)[2], const float (&sum)[2],
+                                                 float (&o)[NT][4], float (&m)[2], float (&l)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    m[h] = kNegInf;
+    l[h] = 0.0f;
+    if (!active[h]) {
+#pragma unroll
+      for (int n = 0; n < NT; ++n) o[n][2 * h] = o[n][2 * h + 1] = 0.0f;
+      continue;
+    }
+    l[h] = fadd(fmul(0.0f, 0.0f), sum[h]);
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) o[n][2 * h + e] = fadd(fmul(0.0f, 0.0f), o[n][2 * h + e]);
+    m[h] = mn[h];
+  }
+}
+
 // Items of <= 16 rows whose parts are one tile, while their CTAs fit the GPU at 2 per SM (decode
 // at batch 1-2): the four-warp per-part kernel's work split over its warps, where that kernel
 // leaves warp 0 all of it (every row sits in warp 0's m16 tile). Warp w copies and scores keys
@@ -840,15 +869,7 @@ __global__ void __launch_bounds__(128) attention_split_kernel(AttnArgs a, int it
   __syncwarp();  // this warp's K rows, copied by its lanes
   float s[2][4];
 #pragma unroll
-  for (int j = 0; j < 2; ++j) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c) s[j][c] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) {
-      const uint2 b = KFromSmem<T, HD>{ks}.at(2 * warp + j, kk);
-      mma16816<T>(s[j], qa[kk], b.x, b.y);
-    }
-  }
+  for (int j = 0; j < 2; ++j) score_block<T, HD>(qa, KFromSmem<T, HD>{ks}, 2 * warp + j, s[j]);
   // Scale and mask (tile_probs'), this warp's maxima per row.
   float mt[2] = {kNegInf, kNegInf};
 #pragma unroll
@@ -930,22 +951,8 @@ __global__ void __launch_bounds__(128) attention_split_kernel(AttnArgs a, int it
       mma16816<T>(o[n], pa[j], b[0], b[1]);
       mma16816<T>(o[n + 1], pa[j], b[2], b[3]);
     }
-  // The per-part kernel's update of a fresh state by its one tile (m = -inf: alpha = 0).
-  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (!active[h]) {
-#pragma unroll
-      for (int n = 0; n < kNt; ++n) o[n][2 * h] = o[n][2 * h + 1] = 0.0f;
-      continue;
-    }
-    l[h] = fadd(fmul(0.0f, 0.0f), sum[h]);
-#pragma unroll
-    for (int n = 0; n < kNt; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) o[n][2 * h + e] = fadd(fmul(0.0f, 0.0f), o[n][2 * h + e]);
-    m[h] = mn[h];
-  }
+  float m[2], l[2];
+  fresh_tile_state(active, mn, sum, o, m, l);
   store_part<T, HD>(a, item, token, head, pos, valid, p0, m, l, o, warp * kNt, warp == 0);
   merge_if_last<T, HD, 4>(a, item, kvh, maxpos);
 }
@@ -1021,7 +1028,7 @@ __global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(
   const float fresh[2] = {kNegInf, kNegInf};
   float mn[2], sum[2], o[HD / 8][4];
   bool active[2] = {false, false};
-  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
+  float m[2], l[2];  // fresh_tile_state's
   // Every path waits for the copies: the CTA must not exit with bulk copies into its smem in flight.
   if (p1 > p0) {
     tile_compute<T, HD>(qa, kf, vs, p0, pos, valid, fresh, a.scale, mn, sum, active, o, [vbar] {
@@ -1031,20 +1038,7 @@ __global__ void __launch_bounds__(32, HD <= 128 ? 12 : 1) attention_tile_kernel(
   } else {
     mbar_wait_phase0(vbar);
   }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (!active[h]) {
-#pragma unroll
-      for (int n = 0; n < HD / 8; ++n) o[n][2 * h] = o[n][2 * h + 1] = 0.0f;
-      continue;
-    }
-    l[h] = fadd(fmul(0.0f, 0.0f), sum[h]);
-#pragma unroll
-    for (int n = 0; n < HD / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) o[n][2 * h + e] = fadd(fmul(0.0f, 0.0f), o[n][2 * h + e]);
-    m[h] = mn[h];
-  }
+  fresh_tile_state(active, mn, sum, o, m, l);
   store_part<T, HD>(a, item, token, head, pos, valid, p0, m, l, o);
   merge_if_last<T, HD, 1>(a, item, kvh, maxpos);
 }
@@ -1630,21 +1624,19 @@ std::atomic<int> g_small_warps{0};
 // registers) instead of the one-warp per-part kernel: -1 = VERBATIM_ATTN_TILE_KERNEL (default 1),
 // 0 = the per-part kernel, 1 = the tile kernel with K loaded before its MMAs, 2 = the tile kernel
 // with K read as used (set_attention_tile_kernel for tests). Same bits every way.
+// A same-bits switch: the value a test set (>= 0), else the environment's (read once by the caller).
+int switch_value(const std::atomic<int>& set, int env_value) {
+  const int v = set.load(std::memory_order_relaxed);
+  return v >= 0 ? v : env_value;
+}
 std::atomic<int> g_tile_kernel{-1};
 int tile_kernel_mode() {
-  const int v = g_tile_kernel.load(std::memory_order_relaxed);
-  if (v >= 0) return v;
   static const int env = [] {
     const char* e = std::getenv("VERBATIM_ATTN_TILE_KERNEL");
     const std::string s = e ? e : "";
     return s == "0" ? 0 : s == "2" ? 2 : 1;
   }();
-  return env;
-}
-// A same-bits switch: the value a test set (>= 0), else the environment's (read once by the caller).
-int switch_value(const std::atomic<int>& set, int env_value) {
-  const int v = set.load(std::memory_order_relaxed);
-  return v >= 0 ? v : env_value;
+  return switch_value(g_tile_kernel, env);
 }
 // Four-warp CTAs of one-tile parts (decode at 1-4 sequences): 1 = attention_split_kernel (the
 // tile's keys and P·V columns split over the warps; four-warp CTAs up to 5 an SM, see
@@ -1666,13 +1658,11 @@ bool split_keys_mode() {
 // 88.0 / 88.1 against 89.7 / 89.7 ms, 0.6B 19.6 against 20.5; the kernel 533 -> 484 us a layer.
 std::atomic<int> g_fold_pv{-1};
 int fold_pv_mode() {
-  const int v = g_fold_pv.load(std::memory_order_relaxed);
-  if (v >= 0) return v;
   static const int env = [] {
     const int m = env_int("VERBATIM_ATTN_FOLD_PV", 3);
     return m >= 0 && m <= 3 ? m : 3;
   }();
-  return env;
+  return switch_value(g_fold_pv, env);
 }
 template <typename T, int HD>
 auto fold_kernel(int mode) {
