@@ -1053,10 +1053,15 @@ TEST_P(CudaOps, AttentionSplitKeysGivesTheFoldBitsAtEveryHeadDim) {
     const auto ref = f.gpu(all_tokens(f));
     cuda::set_attention_small_item_warps(4);
     cuda::set_attention_split_keys(1);
+    const uint64_t split_before = cuda::attention_launches(cuda::AttnKernel::Split);
     for (int p : {0, 40, 63, 64, 700, 1087, 1099}) {
       const auto got = f.gpu({{0, p}});
       ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", heads " << heads << ", head_dim " << hd;
     }
+    // Not vacuous: the split kernel ran for each decode row at >= 64 dims, and never below.
+    const uint64_t split_runs = cuda::attention_launches(cuda::AttnKernel::Split) - split_before;
+    if (hd >= 64) EXPECT_EQ(split_runs, 7u) << "head_dim " << hd;
+    else EXPECT_EQ(split_runs, 0u) << "head_dim " << hd;
     cuda::set_attention_small_item_warps(0);
     cuda::set_attention_split_keys(-1);
   }
@@ -1096,10 +1101,17 @@ TEST_P(CudaOps, AttentionMergeOfManyPartsIsTheFold) {
                             std::to_string(heads) + ", block size " + std::to_string(bs);
     for (bool fused : {false, true}) {
     const std::string how_f = how + (fused ? ", merge fused" : ", merge kernel");
+    const uint64_t split_before = cuda::attention_launches(cuda::AttnKernel::Split);
+    const uint64_t tile_before = cuda::attention_launches(cuda::AttnKernel::Tile);
     for (int p : {0, 5, 63, 64, 100, 1023, 1024, 1025, 1087, 1088, 1099}) {
       const auto got = f.gpu({{0, p}}, {.fused_merge = fused});
       ASSERT_EQ(got.at({0, p}), ref.at({0, p})) << "pos " << p << ", " << how_f;
     }
+    // The kernel these switches name is the one that ran (one launch per decode row above).
+    const uint64_t split_runs = cuda::attention_launches(cuda::AttnKernel::Split) - split_before;
+    const uint64_t tile_runs = cuda::attention_launches(cuda::AttnKernel::Tile) - tile_before;
+    EXPECT_EQ(split_runs, split == 1 ? 11u : 0u) << how_f;
+    EXPECT_EQ(tile_runs, warps == 1 && tile_kernel != 0 ? 11u : 0u) << how_f;
     // A decode step of both sequences, each with many parts.
     const auto both = f.gpu({{0, 1099}, {1, 899}}, {.fused_merge = fused});
     EXPECT_EQ(both.at({0, 1099}), ref.at({0, 1099})) << how_f;

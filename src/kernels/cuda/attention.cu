@@ -1618,6 +1618,10 @@ void prepare_hd() {
   }
 }
 
+// Launches of each attention kernel (host side, counted as launched or captured), so a test that
+// compares two paths can prove both ran (a dispatch that fell back would pass it vacuously).
+std::atomic<uint64_t> g_launches[int(AttnKernel::kCount)];
+void count_launch(AttnKernel k) { g_launches[int(k)].fetch_add(1, std::memory_order_relaxed); }
 // Warps of the per-part kernel for items of <= 16 rows: 0 = by CTA count, 1 or 4 = forced (tests).
 std::atomic<int> g_small_warps{0};
 // Whether one-warp items of one-tile parts run attention_tile_kernel (K from the cache into
@@ -1702,26 +1706,33 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
       if constexpr (HD >= 64)
         pdl_launch(attention_split_kernel<T, HD>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(kThreads),
                    split_kernel_smem<T, HD>(), stream, a, g.small_begin);
-    } else if (four)
+      count_launch(AttnKernel::Split);
+    } else if (four) {
       pdl_launch(attention_part_kernel<T, HD, 4>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(kThreads),
                  stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
-    else if (a.part_tokens == kTile && tile_mode != 0)
+      count_launch(AttnKernel::PerPart4);
+    } else if (a.part_tokens == kTile && tile_mode != 0) {
       pdl_launch(tile_mode == 2 ? attention_tile_kernel<T, HD, false> : attention_tile_kernel<T, HD, true>,
                  dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32), tile_kernel_smem<T, HD>(), stream, a,
                  g.small_begin);
-    else
+      count_launch(AttnKernel::Tile);
+    } else {
       pdl_launch(attention_part_kernel<T, HD, 1>, dim3(g.small_end - g.small_begin, a.kv_heads), dim3(32),
                  stages * stage_bytes<T, HD>(), stream, a, g.small_begin);
+      count_launch(AttnKernel::PerPart1);
+    }
     VB_CUDA_LAUNCHED();
   }
   if (g.large_end > g.large_begin) {
     pdl_launch(attention_part_kernel<T, HD, 4>, dim3(g.large_end - g.large_begin, a.kv_heads), dim3(kThreads),
                stages * stage_bytes<T, HD>(), stream, a, g.large_begin);
+    count_launch(AttnKernel::PerPart4);
     VB_CUDA_LAUNCHED();
   }
   if (g.fold_end > g.fold_begin) {
     pdl_launch(fold_kernel<T, HD>(fold_pv_mode()), dim3(g.fold_end - g.fold_begin, a.kv_heads), dim3(kThreads),
                fold_smem_bytes<T, HD>(), stream, a, g.fold_begin);
+    count_launch(AttnKernel::Fold);
     VB_CUDA_LAUNCHED();
   }
   if (g.ring_end > g.ring_begin) {
@@ -1730,6 +1741,7 @@ void launch_attention(const AttnArgs& a, const AttnLaunch& g, cudaStream_t strea
                                               g.ring_rows <= 8 && ring_transposed());
       pdl_launch(k.fn, dim3(g.ring_end - g.ring_begin, a.kv_heads), dim3(k.threads), k.smem, stream, a,
                  g.ring_begin);
+      count_launch(AttnKernel::Ring);
       VB_CUDA_LAUNCHED();
     } else {
       throw Error("cuda attention: the ring kernel takes head_dim <= 128");
@@ -1909,6 +1921,8 @@ void set_attention_split_keys(int mode) {
   if (mode < -1 || mode > 1) throw Error("cuda attention: split-keys mode must be -1, 0 or 1");
   g_split_keys.store(mode, std::memory_order_relaxed);
 }
+
+uint64_t attention_launches(AttnKernel k) { return g_launches[int(k)].load(std::memory_order_relaxed); }
 
 void set_attention_small_item_warps(int warps) {
   if (warps != 0 && warps != 1 && warps != 4) throw Error("cuda attention: small-item warps must be 0, 1 or 4");

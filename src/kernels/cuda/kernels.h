@@ -292,6 +292,11 @@ void set_attention_small_item_warps(int warps);
 // to the one-warp tile kernel; -1 VERBATIM_ATTN_SPLIT_KEYS (default 1). Same bits every way
 // (cuda_ops_test).
 void set_attention_split_keys(int mode);
+// The attention kernels launch_attention picks from (the merge kernel aside), and how many times
+// each was launched (or captured into a graph) in this process: tests prove with it that a path
+// they compare actually ran.
+enum class AttnKernel { Split, PerPart4, PerPart1, Tile, Fold, Ring, kCount };
+uint64_t attention_launches(AttnKernel k);
 // One-warp items of one-tile parts: 1 the tile kernel (K straight from the cache into registers
 // before its MMAs, V alone in shared memory), 2 the same with K read as the MMAs use it, 0 the
 // one-warp per-part kernel, -1 VERBATIM_ATTN_TILE_KERNEL (default 1). Same bits every way
