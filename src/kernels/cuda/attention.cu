@@ -1624,15 +1624,15 @@ std::atomic<uint64_t> g_launches[int(AttnKernel::kCount)];
 void count_launch(AttnKernel k) { g_launches[int(k)].fetch_add(1, std::memory_order_relaxed); }
 // Warps of the per-part kernel for items of <= 16 rows: 0 = by CTA count, 1 or 4 = forced (tests).
 std::atomic<int> g_small_warps{0};
-// Whether one-warp items of one-tile parts run attention_tile_kernel (K from the cache into
-// registers) instead of the one-warp per-part kernel: -1 = VERBATIM_ATTN_TILE_KERNEL (default 1),
-// 0 = the per-part kernel, 1 = the tile kernel with K loaded before its MMAs, 2 = the tile kernel
-// with K read as used (set_attention_tile_kernel for tests). Same bits every way.
 // A same-bits switch: the value a test set (>= 0), else the environment's (read once by the caller).
 int switch_value(const std::atomic<int>& set, int env_value) {
   const int v = set.load(std::memory_order_relaxed);
   return v >= 0 ? v : env_value;
 }
+// Whether one-warp items of one-tile parts run attention_tile_kernel (K from the cache into
+// registers) instead of the one-warp per-part kernel: -1 = VERBATIM_ATTN_TILE_KERNEL (default 1),
+// 0 = the per-part kernel, 1 = the tile kernel with K loaded before its MMAs, 2 = the tile kernel
+// with K read as used (set_attention_tile_kernel for tests). Same bits every way.
 std::atomic<int> g_tile_kernel{-1};
 int tile_kernel_mode() {
   static const int env = [] {
