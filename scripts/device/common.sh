@@ -343,3 +343,22 @@ record_suite() {
   [ "$(left)" -gt 150 ] && hf_peer 8 $W/m8 4 100
   [ "$(left)" -gt 80 ] && run_test cuda_ops_test $(( $(left) - 10 ))
 }
+# attention_regs: registers, stack and local memory of the split and per-part attention kernels in
+# $VB (cuobjdump, on the device only), to $OUT/regs.txt; the bf16 head-dim-128 ones to the log.
+attention_regs() {
+  local cuobj
+  cuobj=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+  "$cuobj" --dump-resource-usage "$VB" 2> /dev/null | grep -A1 -E "attention_split_kernel|attention_part_kernel" |
+    grep -oE "Function [^:]*|REG:[0-9]+|STACK:[0-9]+|LOCAL:[0-9]+" | paste -sd' ' | sed 's/Function /\n/g' > $OUT/regs.txt
+  say "registers: $(c++filt < $OUT/regs.txt 2> /dev/null | grep -E 'bf16, 128|__nv_bfloat16, 128' | cut -c1-160 | tr '\n' ';')"
+}
+# short_record: after call_start, the short record for a session's last device time (s36_g): the
+# 0.6B digests of record, the speed rows (0.6B and 8B, contract and fast, the 8B prefill) and the
+# 8B bf16 digest (its init-std-0.005 folder made in the background).
+short_record() {
+  mk qwen3-8b $W/m8r 0.005 &
+  inv_of_record $W/m06
+  wait_for $W/m8 60
+  EB_MIN_LEFT=30 EB_PREFILL=0 record_speed
+  wait_for $W/m8r 40 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=202106b57f8201c2
+}

@@ -10,9 +10,5 @@ if ! is_h200; then
   exit 0
 fi
 call_start s36_g 200
-mk qwen3-8b $W/m8r 0.005 &
-inv_of_record $W/m06
-wait_for $W/m8 60
-EB_MIN_LEFT=30 EB_PREFILL=0 record_speed
-wait_for $W/m8r 40 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=202106b57f8201c2
+short_record
 call_finish

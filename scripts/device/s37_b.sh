@@ -8,16 +8,10 @@
 # and the kernels' registers. Pack: verbatim + the three CUDA tests.
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
-CUOBJ=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-regs() {
-  "$CUOBJ" --dump-resource-usage "$VB" 2> /dev/null | grep -A1 -E "attention_split_kernel|attention_part_kernel" |
-    grep -oE "Function [^:]*|REG:[0-9]+|STACK:[0-9]+|LOCAL:[0-9]+" | paste -sd' ' | sed 's/Function /\n/g' > $OUT/regs.txt
-  say "registers: $(c++filt < $OUT/regs.txt 2> /dev/null | grep -E 'bf16, 128|__nv_bfloat16, 128' | cut -c1-160 | tr '\n' ';')"
-}
 if is_h200; then
   call_start s37_b 560
   record_suite
-  regs
+  attention_regs
 else
   call_start s37_b 300
   ( mk qwen3-8b $W/m8r 0.005 ) &
@@ -30,7 +24,7 @@ else
   EB_PREFILL=0 EB_BATCHES=2,4 ab_many w4_8 $W/m8 3 "main" "split4 VERBATIM_ATTN_SMALL_WARPS=4"
   wait_for $W/m8r 40 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=202106b57f8201c2
   [ "$(left)" -gt 60 ] && http_check $W/m06
-  regs
+  attention_regs
   model_parity 60
 fi
 call_finish

@@ -9,12 +9,6 @@
 # /tmp/mainbin/verbatim=verbatim_main.
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
-CUOBJ=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-regs() {
-  "$CUOBJ" --dump-resource-usage "$VB" 2> /dev/null | grep -A1 -E "attention_split_kernel|attention_part_kernel" |
-    grep -oE "Function [^:]*|REG:[0-9]+|STACK:[0-9]+|LOCAL:[0-9]+" | paste -sd' ' | sed 's/Function /\n/g' > $OUT/regs.txt
-  say "registers: $(c++filt < $OUT/regs.txt 2> /dev/null | grep -E 'bf16, 128|__nv_bfloat16, 128' | cut -c1-160 | tr '\n' ';')"
-}
 MAIN=$VB_BIN/verbatim_main
 if is_h200; then
   call_start s38_a 575
@@ -22,7 +16,7 @@ if is_h200; then
   export EB_MIN_LEFT=20
   EB_PREFILL=0 EB_BATCHES=1,2 ab_bins tidy_06 $W/m06 2 "main=$MAIN" "tidy=$VB"
   record_suite
-  regs
+  attention_regs
 else
   call_start s38_a 300
   ( mk qwen3-8b $W/m8r 0.005 ) &
@@ -33,7 +27,7 @@ else
   wait_for $W/m8 60
   EB_PREFILL=0 EB_BATCHES=1,2,4 ab_bins tidy_8 $W/m8 3 "main=$MAIN" "tidy=$VB"
   wait_for $W/m8r 40 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=202106b57f8201c2
-  regs
+  attention_regs
   model_parity 60
 fi
 call_finish

@@ -9,12 +9,8 @@ if ! is_h200; then
   exit 0
 fi
 call_start s38_e 320
-mk qwen3-8b $W/m8r 0.005 &
 ops_attention
-inv_of_record $W/m06
-wait_for $W/m8 60
-EB_MIN_LEFT=30 EB_PREFILL=0 record_speed
-wait_for $W/m8r 40 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=202106b57f8201c2
+short_record
 trace_decode 06_b1 $W/m06 1
 trace_decode 8_b1 $W/m8 1
 [ "$(left)" -gt 60 ] && http_check $W/m06
