@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config ccache nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev
-      libutf8proc-dev libcli11-dev libxxhash-dev libgtest-dev libgmock-dev libomp-dev curl
+      libutf8proc-dev libcli11-dev libxxhash-dev libgtest-dev libgmock-dev libomp-dev curl zlib1g-dev
       clang libclang-rt-dev)  # clang + its runtimes: the libFuzzer and sanitizer stages
 missing=()
 # node and npm: Debian's packages, unless a node with npm is already installed.

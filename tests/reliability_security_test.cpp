@@ -4,8 +4,11 @@
 // 127.0.0.1, and shard paths that never leave the model folder.
 #include <gtest/gtest.h>
 
+#include <zlib.h>
+
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "core/error.h"
 #include "model/safetensors.h"
@@ -97,6 +100,103 @@ TEST(ReliabilitySecurity, BodyLargerThanTheLimitIs413WithJsonError) {
   EXPECT_TRUE(r.j.contains("error"));
   EXPECT_LT(r.body.size(), kMaxErrorBody);
   EXPECT_EQ(post(s.port(), "/v1/completions", small_request()).status, 200) << "the server is fine afterwards";
+  EXPECT_EQ(s.stop(SIGTERM, 120), 0) << s.log();
+}
+
+// A gzip stream of `bytes` bytes of 'a' (at ~1,000:1, 256 MiB is ~250 KB).
+std::string gzip_of_as(size_t bytes) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);  // +16: gzip framing
+  const std::string chunk(1 << 20, 'a');
+  std::string out;
+  char buf[1 << 16];
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(chunk.size(), bytes - done);
+    done += n;
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(chunk.data()));
+    z.avail_in = uInt(n);
+    const int flush = done == bytes ? Z_FINISH : Z_NO_FLUSH;
+    do {
+      z.next_out = reinterpret_cast<Bytef*>(buf);
+      z.avail_out = sizeof buf;
+      deflate(&z, flush);
+      out.append(buf, sizeof buf - z.avail_out);
+    } while (z.avail_out == 0);
+  }
+  deflateEnd(&z);
+  return out;
+}
+
+// The peak resident memory of a process (VmHWM), in KiB.
+long peak_rss_kib(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  long v = -1;
+  while (f >> key) {
+    if (key == "VmHWM:") {
+      f >> v;
+      break;
+    }
+  }
+  return v;
+}
+
+std::string raw_post(const std::string& path, const std::string& body, const std::string& headers) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + headers +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+const std::string kHealth = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+// The 64 MiB limit counts the bytes on the wire, and httplib inflates gzip / deflate bodies with
+// no bound: a 250 KB gzip body of 256 MiB would be inflated whole (and a 1 MB one took the process
+// down). A compressed body is refused with 415 without being inflated, an unknown coding too
+// (never read as plain text), and the connection stays in step: the refused body is read as raw
+// bytes, not parsed as the next request.
+TEST(ReliabilitySecurity, CompressedBodiesAre415AndNeverInflated) {
+  ServerProcess s({model()});
+  const int port = s.port();
+  ASSERT_EQ(post(port, "/v1/completions", small_request()).status, 200);
+  const long rss_before = peak_rss_kib(s.pid());
+  ASSERT_GT(rss_before, 0);
+  const std::string bomb = gzip_of_as(size_t(256) << 20);
+  ASSERT_LT(bomb.size(), size_t(1) << 20);
+  {
+    RawConnection c(port);
+    c.send_raw(raw_post("/v1/completions", bomb, "Content-Encoding: gzip\r\n"));
+    const std::string first = c.read_until("\r\n\r\n{", 1, 60);
+    EXPECT_NE(first.find("HTTP/1.1 415"), std::string::npos) << first.substr(0, 300);
+    EXPECT_NE(first.find("\"param\":\"Content-Encoding\""), std::string::npos) << first.substr(0, 400);
+    c.send_raw(kHealth);  // the same keep-alive connection: the next request is answered as itself
+    const std::string both = c.read_until("HTTP/1.1 ", 2, 60);
+    EXPECT_NE(both.find("HTTP/1.1 200", first.size() - 1), std::string::npos) << both.substr(0, 600);
+  }
+  const long rss_after = peak_rss_kib(s.pid());
+  EXPECT_LT(rss_after - rss_before, 64 * 1024) << "KiB of peak RSS grew: the body was inflated";
+  for (const std::string enc : {"deflate", "br", "x-foo", " GZIP "}) {
+    auto r = post_raw(port, "/v1/completions", small_request().dump(), {{"Content-Encoding", enc}});
+    EXPECT_EQ(r.status, 415) << enc;
+    ASSERT_TRUE(r.j.is_object()) << r.body;
+    EXPECT_EQ(r.j["error"]["param"], "Content-Encoding") << enc;
+  }
+  auto id = post_raw(port, "/v1/completions", small_request().dump(), {{"Content-Encoding", "Identity"}});
+  EXPECT_EQ(id.status, 200) << "identity is no coding: " << id.body.substr(0, 200);
+  EXPECT_EQ(s.stop(SIGTERM, 120), 0) << s.log();
+}
+
+// A request the API key refuses is answered after its body is read, so a keep-alive client's next
+// request on the same connection gets its own answer (not one for the refused body's bytes).
+TEST(ReliabilitySecurity, RefusedBodiesLeaveTheConnectionInStep) {
+  ServerProcess s({model(), "--api-key", "sk-test"});
+  RawConnection c(s.port());
+  std::string body = small_request().dump();
+  body.insert(body.size() - 1, ", \"pad\": \"" + std::string(100000, 'x') + "\"");
+  c.send_raw(raw_post("/v1/completions", body, ""));
+  const std::string first = c.read_until("\r\n\r\n{", 1, 60);
+  EXPECT_NE(first.find("HTTP/1.1 401"), std::string::npos) << first.substr(0, 300);
+  c.send_raw(kHealth);
+  const std::string both = c.read_until("HTTP/1.1 ", 2, 60);
+  EXPECT_NE(both.find("HTTP/1.1 200", first.size() - 1), std::string::npos) << both.substr(0, 600);
+  c.close();
   EXPECT_EQ(s.stop(SIGTERM, 120), 0) << s.log();
 }
 

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <cctype>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 #include "core/hash.h"
@@ -45,9 +47,24 @@ class HttpServer : public httplib::Server {
   void stop_accepting() { ::shutdown(svr_sock_, SHUT_RDWR); }
 };
 
+// A refusal the pre-routing handler decided for a request with a body. It is answered by the
+// route's handler, after httplib has read the body: answered before, the unread body would be
+// parsed as the connection's next request (and a keep-alive client would read that answer as the
+// reply to its next request). httplib runs a request's pre-routing and handler on one thread.
+struct Refusal {
+  int status = 0;
+  std::string message, param;
+};
+thread_local Refusal t_refusal;
+
 template <class F>
 httplib::Server::Handler guarded(ServerState& st, F f) {
   return [&st, f](const httplib::Request& req, httplib::Response& res) {
+    if (t_refusal.status) {
+      const Refusal r = std::exchange(t_refusal, Refusal{});
+      send_error(st, res, r.status, r.message, r.param);
+      return;
+    }
     if (st.draining) {  // a request on a connection kept alive past SIGTERM: answered, then closed
       res.set_header("Connection", "close");
       send_error(st, res, 503, "the server is shutting down and takes no new requests");
@@ -95,6 +112,15 @@ bool method_allowed(const RouteSpec& r, const std::string& method) {
 // 6.3); httplib 0.11 would instead read such a POST until the client hangs up or 30 s pass.
 bool has_no_body(const httplib::Request& req) {
   return !req.has_header("Content-Length") && req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos;
+}
+
+// No Content-Encoding header, or "identity" (any case, spaces around it).
+bool is_identity_coding(const std::string& enc) {
+  const size_t b = enc.find_first_not_of(" \t"), e = enc.find_last_not_of(" \t");
+  if (b == std::string::npos) return true;
+  std::string v = enc.substr(b, e - b + 1);
+  for (char& c : v) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return v == "identity";
 }
 
 std::string url_of(const std::string& host, int port) {
@@ -158,11 +184,29 @@ void register_routes(HttpServer& svr, ServerState& st) {
     // and in the access log, so its logs and ours join on it.
     if (std::string id = sanitize_request_id(req.get_header_value("X-Request-Id")); !id.empty())
       res.set_header("X-Request-Id", id);
+    t_refusal = Refusal{};
+    // Refused here when there is no body; with one, once httplib has read it (Refusal).
+    auto refuse = [&](int status, const std::string& message, const std::string& param) {
+      if (!has_no_body(req)) {
+        t_refusal = Refusal{status, message, param};
+        return HR::Unhandled;
+      }
+      send_error(st, res, status, message, param);
+      return HR::Handled;
+    };
     const std::string& key = st.opts.api_key;
     if (!key.empty() && (req.path.rfind("/v1/", 0) == 0 || req.path == "/reset_prefix_cache") &&
-        !constant_time_equal(req.get_header_value("Authorization"), "Bearer " + key)) {
-      send_error(st, res, 401, "Incorrect or missing API key: send the header 'Authorization: Bearer <key>'");
-      return HR::Handled;
+        !constant_time_equal(req.get_header_value("Authorization"), "Bearer " + key))
+      return refuse(401, "Incorrect or missing API key: send the header 'Authorization: Bearer <key>'", "");
+    // Compressed bodies are refused: httplib inflates gzip / deflate with no bound (its 64 MiB limit
+    // counts the compressed bytes: 1 MB of gzip can grow to gigabytes) and reads an unknown coding as
+    // plain text. The header is dropped so that httplib reads the body as raw bytes (bounded) before
+    // the refusal. (req is httplib's own non-const Request, handed over as const.) OpenAI clients
+    // send plain JSON.
+    if (const std::string enc = req.get_header_value("Content-Encoding"); !is_identity_coding(enc)) {
+      const_cast<httplib::Request&>(req).headers.erase("Content-Encoding");
+      return refuse(415, "Content-Encoding '" + excerpt(enc) + "' is not accepted: send the body uncompressed",
+                    "Content-Encoding");
     }
     // Body-less requests are answered here, before httplib would wait for a body that never comes.
     if (!has_no_body(req) || req.method == "GET" || req.method == "HEAD") return HR::Unhandled;
