@@ -45,7 +45,7 @@ void check_generation(const server::GenerationRequest& r) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data), size);
   const server::SamplingDefaults defaults;
-  server::json j;
+  server::request_json j;
   bool ok = false;
   parse("parse_body", [&] {
     j = server::parse_body(body);

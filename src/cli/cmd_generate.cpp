@@ -68,7 +68,7 @@ int run_generate(const GenerateArgs& a) {
     Line line;
     std::vector<uint64_t> added;
     try {
-      json body = server::parse_body(text);
+      server::request_json body = server::parse_body(text);
       line.job = server::Job::completion(server::parse_completion_request(body, rt.defaults), rt.limits);
       line.job->always_include_token_ids();
       for (size_t c = 0; c < line.job->choices().size(); ++c) {

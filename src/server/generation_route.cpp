@@ -168,7 +168,7 @@ GenerationNote access_note_of(GenerationRun& run, bool client_gone) {
 void handle_generation(ServerState& st, const httplib::Request& req, httplib::Response& res, bool chat) {
   auto arrival = Clock::now();
   Runtime& rt = st.runtime();
-  json body = parse_body(req.body);
+  request_json body = parse_body(req.body);
   st.check_model(body);
   Job job = chat ? Job::chat(parse_chat_request(body, rt.defaults), rt.limits)
                  : Job::completion(parse_completion_request(body, rt.defaults), rt.limits);

@@ -36,7 +36,7 @@ json version_json(ServerState& st) {
   return j;
 }
 
-json tokenize_json(ServerState& st, const json& body) {
+json tokenize_json(ServerState& st, const request_json& body) {
   Runtime& rt = st.runtime();
   st.check_model(body);
   TokenizeRequest r = parse_tokenize_request(body);
@@ -54,7 +54,7 @@ json tokenize_json(ServerState& st, const json& body) {
   return j;
 }
 
-json detokenize_json(ServerState& st, const json& body) {
+json detokenize_json(ServerState& st, const request_json& body) {
   Runtime& rt = st.runtime();
   st.check_model(body);
   DetokenizeRequest r = parse_detokenize_request(body);

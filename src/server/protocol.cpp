@@ -11,7 +11,7 @@
 namespace verbatim::server {
 namespace {
 
-std::string type_name(const json& v) {
+std::string type_name(const request_json& v) {
   if (v.is_null()) return "null";
   if (v.is_boolean()) return "boolean";
   if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
@@ -21,23 +21,23 @@ std::string type_name(const json& v) {
   return "object";
 }
 
-std::string shown(const json& v) { return excerpt(v.is_string() ? v.get<std::string>() : v.dump()); }
+std::string shown(const request_json& v) { return excerpt(v.is_string() ? v.get<std::string>() : v.dump()); }
 
 [[noreturn]] void bad(const std::string& param, const std::string& what) {
   throw InvalidRequest("'" + param + "' " + what, param);
 }
-[[noreturn]] void wrong_type(const std::string& param, const char* want, const json& v) {
+[[noreturn]] void wrong_type(const std::string& param, const char* want, const request_json& v) {
   bad(param, std::string("must be ") + want + ", got " + type_name(v));
 }
 
 // A field of the body: nullptr when absent or null (pydantic treats both as "use the default").
-const json* field(const json& body, const char* name) {
+const request_json* field(const request_json& body, const char* name) {
   auto it = body.find(name);
   if (it == body.end() || it->is_null()) return nullptr;
   return &*it;
 }
 
-int64_t as_int(const json& v, const std::string& param) {
+int64_t as_int(const request_json& v, const std::string& param) {
   if (v.is_number_unsigned()) {  // first: is_number_integer() is true for unsigned numbers too
     uint64_t u = v.get<uint64_t>();
     if (u > uint64_t(std::numeric_limits<int64_t>::max())) bad(param, "is out of range (got " + shown(v) + ")");
@@ -52,21 +52,21 @@ int64_t as_int(const json& v, const std::string& param) {
   wrong_type(param, "an integer", v);
 }
 
-int get_int(const json& body, const char* name, int dflt, int64_t lo, int64_t hi, const char* range_msg) {
-  const json* v = field(body, name);
+int get_int(const request_json& body, const char* name, int dflt, int64_t lo, int64_t hi, const char* range_msg) {
+  const request_json* v = field(body, name);
   if (!v) return dflt;
   int64_t x = as_int(*v, name);
   if (x < lo || x > hi) bad(name, std::string(range_msg) + " (got " + std::to_string(x) + ")");
   return int(x);
 }
 
-std::optional<int> get_opt_int(const json& body, const char* name, int64_t lo, int64_t hi, const char* range_msg) {
+std::optional<int> get_opt_int(const request_json& body, const char* name, int64_t lo, int64_t hi, const char* range_msg) {
   if (!field(body, name)) return std::nullopt;
   return get_int(body, name, 0, lo, hi, range_msg);
 }
 
-double get_number(const json& body, const char* name, double dflt) {
-  const json* v = field(body, name);
+double get_number(const request_json& body, const char* name, double dflt) {
+  const request_json* v = field(body, name);
   if (!v) return dflt;
   if (!v->is_number()) wrong_type(name, "a number", *v);
   double d = v->get<double>();
@@ -85,43 +85,43 @@ float narrow_sampling_value(double x) {
   return float(x);
 }
 
-bool get_bool(const json& body, const char* name, bool dflt) {
-  const json* v = field(body, name);
+bool get_bool(const request_json& body, const char* name, bool dflt) {
+  const request_json* v = field(body, name);
   if (!v) return dflt;
   if (!v->is_boolean()) wrong_type(name, "a boolean", *v);
   return v->get<bool>();
 }
 
-std::string get_string(const json& body, const char* name, const std::string& dflt = "") {
-  const json* v = field(body, name);
+std::string get_string(const request_json& body, const char* name, const std::string& dflt = "") {
+  const request_json* v = field(body, name);
   if (!v) return dflt;
   if (!v->is_string()) wrong_type(name, "a string", *v);
   return v->get<std::string>();
 }
 
-void check_object(const json& body) {
+void check_object(const request_json& body) {
   if (!body.is_object()) throw InvalidRequest("the request body must be a JSON object, got " + type_name(body), "body");
 }
 
 // Fields vLLM knows but verbatim does not implement: accepted only at their neutral value, so a
 // client never silently gets something other than what it asked for.
-void reject_unsupported(const json& body) {
+void reject_unsupported(const request_json& body) {
   auto neutral_number = [&](const char* name, double neutral) {
     double x = get_number(body, name, neutral);
-    if (x != neutral) bad(name, "is not supported by verbatim (only " + json(neutral).dump() + ")");
+    if (x != neutral) bad(name, "is not supported by verbatim (only " + request_json(neutral).dump() + ")");
   };
   neutral_number("frequency_penalty", 0.0);
   neutral_number("presence_penalty", 0.0);
   neutral_number("repetition_penalty", 1.0);
   neutral_number("length_penalty", 1.0);
-  if (const json* v = field(body, "logit_bias"); v && !(v->is_object() && v->empty()))
+  if (const request_json* v = field(body, "logit_bias"); v && !(v->is_object() && v->empty()))
     bad("logit_bias", "is not supported by verbatim");
   if (get_bool(body, "use_beam_search", false)) bad("use_beam_search", "is not supported by verbatim");
-  if (const json* v = field(body, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
+  if (const request_json* v = field(body, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
     bad("suffix", "is not supported by verbatim");
-  if (const json* v = field(body, "tools"); v && !(v->is_array() && v->empty()))
+  if (const request_json* v = field(body, "tools"); v && !(v->is_array() && v->empty()))
     bad("tools", "(tool calling) is not supported by verbatim");
-  if (const json* v = field(body, "response_format")) {
+  if (const request_json* v = field(body, "response_format")) {
     if (!v->is_object()) wrong_type("response_format", "an object", *v);
     if (get_string(*v, "type", "text") != "text") bad("response_format", "supports only {\"type\": \"text\"}");
   }
@@ -133,22 +133,22 @@ void reject_unsupported(const json& body) {
                            "functions", "mm_processor_kwargs", "prompt_embeds"})
     if (field(body, name)) bad(name, "is not supported by verbatim");
   for (const char* name : {"allowed_token_ids", "bad_words"})
-    if (const json* v = field(body, name); v && !(v->is_array() && v->empty())) bad(name, "is not supported by verbatim");
+    if (const request_json* v = field(body, name); v && !(v->is_array() && v->empty())) bad(name, "is not supported by verbatim");
   if (field(body, "prompt_logprobs"))
     bad("prompt_logprobs", "is not supported by verbatim (completions: 'echo' with 'logprobs' gives the prompt's logprobs)");
   if (get_bool(body, "return_tokens_as_token_ids", false)) bad("return_tokens_as_token_ids", "is not supported by verbatim");
   neutral_number("priority", 0.0);
   // With no tools, only the choices that call none mean anything.
-  if (const json* v = field(body, "tool_choice"); v && !(v->is_string() && (*v == "none" || *v == "auto")))
+  if (const request_json* v = field(body, "tool_choice"); v && !(v->is_string() && (*v == "none" || *v == "auto")))
     bad("tool_choice", "(tool calling) is not supported by verbatim");
-  if (const json* v = field(body, "function_call"); v && !(v->is_string() && (*v == "none" || *v == "auto")))
+  if (const request_json* v = field(body, "function_call"); v && !(v->is_string() && (*v == "none" || *v == "auto")))
     bad("function_call", "(tool calling) is not supported by verbatim");
 }
 
-std::vector<int32_t> parse_id_list(const json& arr, const std::string& param) {
+std::vector<int32_t> parse_id_list(const request_json& arr, const std::string& param) {
   std::vector<int32_t> ids;
   ids.reserve(arr.size());
-  for (const json& t : arr) {
+  for (const request_json& t : arr) {
     if (!t.is_number_integer() && !t.is_number_unsigned())
       bad(param, "must hold integer token ids, got " + type_name(t));
     int64_t x = as_int(t, param);
@@ -158,24 +158,24 @@ std::vector<int32_t> parse_id_list(const json& arr, const std::string& param) {
   return ids;
 }
 
-std::vector<PromptInput> parse_prompts(const json& body) {
-  const json* p = field(body, "prompt");
+std::vector<PromptInput> parse_prompts(const request_json& body) {
+  const request_json* p = field(body, "prompt");
   if (!p) bad("prompt", "is required");
   std::vector<PromptInput> out;
   if (p->is_string()) {
     out.push_back({p->get<std::string>(), {}});
   } else if (p->is_array()) {
     if (p->empty()) bad("prompt", "must not be empty");
-    const json& first = (*p)[0];
+    const request_json& first = (*p)[0];
     if (first.is_string()) {
-      for (const json& s : *p) {
+      for (const request_json& s : *p) {
         if (!s.is_string()) bad("prompt", "mixes strings with " + type_name(s));
         out.push_back({s.get<std::string>(), {}});
       }
     } else if (first.is_number()) {
       out.push_back({std::nullopt, parse_id_list(*p, "prompt")});
     } else if (first.is_array()) {
-      for (const json& ids : *p) {
+      for (const request_json& ids : *p) {
         if (!ids.is_array()) bad("prompt", "mixes token-id lists with " + type_name(ids));
         if (ids.empty()) bad("prompt", "must not contain an empty token-id list");
         out.push_back({std::nullopt, parse_id_list(ids, "prompt")});
@@ -191,14 +191,14 @@ std::vector<PromptInput> parse_prompts(const json& body) {
   return out;
 }
 
-std::vector<std::string> parse_stop(const json& body) {
-  const json* v = field(body, "stop");
+std::vector<std::string> parse_stop(const request_json& body) {
+  const request_json* v = field(body, "stop");
   std::vector<std::string> stop;
   if (!v) return stop;
   if (v->is_string()) {
     stop.push_back(v->get<std::string>());
   } else if (v->is_array()) {
-    for (const json& s : *v) {
+    for (const request_json& s : *v) {
       if (!s.is_string()) bad("stop", "must be a string or a list of strings, got a list holding " + type_name(s));
       stop.push_back(s.get<std::string>());
     }
@@ -210,7 +210,7 @@ std::vector<std::string> parse_stop(const json& body) {
 }
 
 // The fields both endpoints share.
-void parse_generation(const json& body, const SamplingDefaults& d, GenerationRequest& r) {
+void parse_generation(const request_json& body, const SamplingDefaults& d, GenerationRequest& r) {
   reject_unsupported(body);
   r.model = get_string(body, "model");
   SamplingParams& p = r.params;
@@ -227,21 +227,21 @@ void parse_generation(const json& body, const SamplingDefaults& d, GenerationReq
   double min_p = get_number(body, "min_p", d.min_p);
   if (!(min_p >= 0 && min_p <= 1)) bad("min_p", "must be in [0, 1] (got " + shown(body.at("min_p")) + ")");
   p.min_p = narrow_sampling_value(min_p);
-  if (const json* s = field(body, "seed")) p.seed = uint64_t(as_int(*s, "seed"));  // negative seeds wrap, as in vLLM
+  if (const request_json* s = field(body, "seed")) p.seed = uint64_t(as_int(*s, "seed"));  // negative seeds wrap, as in vLLM
   p.ignore_eos = get_bool(body, "ignore_eos", false);
   p.min_tokens = get_int(body, "min_tokens", 0, 0, std::numeric_limits<int32_t>::max(), "must be between 0 and 2147483647");
-  if (const json* v = field(body, "stop_token_ids")) {
+  if (const request_json* v = field(body, "stop_token_ids")) {
     if (!v->is_array()) wrong_type("stop_token_ids", "a list of token ids", *v);
     p.stop_token_ids = parse_id_list(*v, "stop_token_ids");
   }
   r.n = get_int(body, "n", 1, 1, kMaxN, "must be between 1 and 128");
-  if (const json* b = field(body, "best_of"); b && as_int(*b, "best_of") != r.n)
+  if (const request_json* b = field(body, "best_of"); b && as_int(*b, "best_of") != r.n)
     bad("best_of", "is not supported by verbatim (only equal to n)");
   r.stop = parse_stop(body);
   r.include_stop_str_in_output = get_bool(body, "include_stop_str_in_output", false);
   r.skip_special_tokens = get_bool(body, "skip_special_tokens", true);
   r.stream = get_bool(body, "stream", false);
-  if (const json* so = field(body, "stream_options")) {
+  if (const request_json* so = field(body, "stream_options")) {
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);
     if (!r.stream) bad("stream_options", "is only allowed when 'stream' is true");
     r.include_usage = get_bool(*so, "include_usage", false);
@@ -257,14 +257,14 @@ void check_min_tokens(GenerationRequest& r) {
                           std::to_string(*r.max_tokens) + ")");
 }
 
-std::string message_content(const json& content, size_t i) {
+std::string message_content(const request_json& content, size_t i) {
   std::string param = "messages[" + std::to_string(i) + "].content";
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) wrong_type(param, "a string or a list of content parts", content);
   // The non-empty text parts joined by newlines, as vLLM does (empty parts add no separator).
   std::string text;
   bool first = true;
-  for (const json& part : content) {
+  for (const request_json& part : content) {
     if (!part.is_object()) wrong_type(param, "a list of content parts", part);
     std::string type = get_string(part, "type");
     if (type != "text") bad(param, "holds a part of type '" + excerpt(type) + "'; only 'text' is supported");
@@ -278,30 +278,30 @@ std::string message_content(const json& content, size_t i) {
   return text;
 }
 
-std::vector<ChatMessage> parse_messages(const json& body) {
-  const json* v = field(body, "messages");
+std::vector<ChatMessage> parse_messages(const request_json& body) {
+  const request_json* v = field(body, "messages");
   if (!v) bad("messages", "is required");
   if (!v->is_array()) wrong_type("messages", "a list", *v);
   if (v->empty()) bad("messages", "must not be empty");
   static const std::set<std::string> roles = {"system", "developer", "user", "assistant", "tool"};
   std::vector<ChatMessage> out;
   for (size_t i = 0; i < v->size(); ++i) {
-    const json& m = (*v)[i];
+    const request_json& m = (*v)[i];
     std::string param = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) wrong_type(param, "an object", m);
-    const json* role = field(m, "role");
+    const request_json* role = field(m, "role");
     if (!role || !role->is_string()) bad(param + ".role", "must be a string");
     ChatMessage msg;
     msg.role = role->get<std::string>();
     if (!roles.count(msg.role)) bad(param + ".role", "must be system, user, assistant or tool (got '" + excerpt(msg.role) + "')");
     if (msg.role == "developer") msg.role = "system";  // OpenAI's newer name for the system role
-    const json* content = field(m, "content");
+    const request_json* content = field(m, "content");
     if (content) msg.content = message_content(*content, i);
     else if (msg.role != "assistant") bad(param + ".content", "is required");
     // Tool calling is refused ('tools'); a history holding calls would be rendered without them.
-    if (const json* tc = field(m, "tool_calls"); tc && !(tc->is_array() && tc->empty()))
+    if (const request_json* tc = field(m, "tool_calls"); tc && !(tc->is_array() && tc->empty()))
       bad(param + ".tool_calls", "(tool calling) is not supported by verbatim");
-    if (const json* rc = field(m, "reasoning_content")) {
+    if (const request_json* rc = field(m, "reasoning_content")) {
       if (!rc->is_string()) wrong_type(param + ".reasoning_content", "a string", *rc);
       msg.reasoning_content = rc->get<std::string>();
     }
@@ -310,10 +310,10 @@ std::vector<ChatMessage> parse_messages(const json& body) {
   return out;
 }
 
-void parse_template_kwargs(const json& body, bool& enable_thinking) {
-  if (const json* k = field(body, "chat_template_kwargs")) {
+void parse_template_kwargs(const request_json& body, bool& enable_thinking) {
+  if (const request_json* k = field(body, "chat_template_kwargs")) {
     if (!k->is_object()) wrong_type("chat_template_kwargs", "an object", *k);
-    if (const json* t = field(*k, "enable_thinking")) {
+    if (const request_json* t = field(*k, "enable_thinking")) {
       if (!t->is_boolean()) wrong_type("chat_template_kwargs.enable_thinking", "a boolean", *t);
       enable_thinking = t->get<bool>();
     }
@@ -377,14 +377,14 @@ SamplingDefaults SamplingDefaults::from_model_dir(const std::string& dir) {
   return d;
 }
 
-json parse_body(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
+request_json parse_body(const std::string& body) {
+  request_json j = request_json::parse(body, nullptr, false);
   if (j.is_discarded()) throw InvalidRequest("the request body is not valid JSON", "body");
   check_object(j);
   return j;
 }
 
-CompletionRequest parse_completion_request(const json& body, const SamplingDefaults& defaults) {
+CompletionRequest parse_completion_request(const request_json& body, const SamplingDefaults& defaults) {
   check_object(body);
   CompletionRequest r;
   parse_generation(body, defaults, r);
@@ -393,7 +393,7 @@ CompletionRequest parse_completion_request(const json& body, const SamplingDefau
   r.max_tokens = get_opt_int(body, "max_tokens", 0, std::numeric_limits<int32_t>::max(), "must be between 0 and 2147483647");
   if (!r.max_tokens) r.max_tokens = 16;  // OpenAI's and vLLM's default for completions
   if (*r.max_tokens == 0 && !r.echo) bad("max_tokens", "must be at least 1 unless 'echo' is true (got 0)");
-  if (const json* v = field(body, "logprobs"); v && v->is_boolean()) wrong_type("logprobs", "an integer", *v);
+  if (const request_json* v = field(body, "logprobs"); v && v->is_boolean()) wrong_type("logprobs", "an integer", *v);
   r.logprobs = get_opt_int(body, "logprobs", 0, kMaxLogprobs, "must be between 0 and 20");
   r.params.logprobs = r.logprobs ? *r.logprobs : -1;
   r.params.prompt_logprobs = r.echo && r.logprobs.has_value();
@@ -406,7 +406,7 @@ CompletionRequest parse_completion_request(const json& body, const SamplingDefau
   return r;
 }
 
-ChatRequest parse_chat_request(const json& body, const SamplingDefaults& defaults) {
+ChatRequest parse_chat_request(const request_json& body, const SamplingDefaults& defaults) {
   check_object(body);
   ChatRequest r;
   parse_generation(body, defaults, r);
@@ -429,7 +429,7 @@ ChatRequest parse_chat_request(const json& body, const SamplingDefaults& default
   return r;
 }
 
-TokenizeRequest parse_tokenize_request(const json& body) {
+TokenizeRequest parse_tokenize_request(const request_json& body) {
   check_object(body);
   TokenizeRequest r;
   r.model = get_string(body, "model");
@@ -438,7 +438,7 @@ TokenizeRequest parse_tokenize_request(const json& body) {
     r.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
     parse_template_kwargs(body, r.enable_thinking);
   } else {
-    const json* p = field(body, "prompt");
+    const request_json* p = field(body, "prompt");
     if (!p) bad("prompt", "is required (or 'messages')");
     if (!p->is_string()) wrong_type("prompt", "a string", *p);
     r.prompt = p->get<std::string>();
@@ -447,11 +447,11 @@ TokenizeRequest parse_tokenize_request(const json& body) {
   return r;
 }
 
-DetokenizeRequest parse_detokenize_request(const json& body) {
+DetokenizeRequest parse_detokenize_request(const request_json& body) {
   check_object(body);
   DetokenizeRequest r;
   r.model = get_string(body, "model");
-  const json* t = field(body, "tokens");
+  const request_json* t = field(body, "tokens");
   if (!t) bad("tokens", "is required");
   if (!t->is_array()) wrong_type("tokens", "a list of token ids", *t);
   r.tokens = parse_id_list(*t, "tokens");

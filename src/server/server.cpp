@@ -336,7 +336,7 @@ std::string ServerState::new_id(const char* prefix) {
   return prefix + hex64(hash_combine(salt, n)) + hex64(hash_combine(n, salt));
 }
 
-void ServerState::check_model(const json& body) const {
+void ServerState::check_model(const request_json& body) const {
   auto it = body.find("model");
   if (it == body.end() || !it->is_string()) return;
   const std::string& m = it->get_ref<const std::string&>();

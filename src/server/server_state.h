@@ -40,7 +40,7 @@ struct ServerState {
   Runtime& runtime() const;             // throws HttpError 503 while loading
   std::string new_id(const char* prefix);
   // 404 when the body names another model than the one served (an absent model is fine).
-  void check_model(const json& body) const;
+  void check_model(const request_json& body) const;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -58,7 +58,7 @@ namespace verbatim::server {
 // The read-only and tokenizer routes (info_routes.cpp); each throws HttpError / InvalidRequest.
 json models_json(ServerState& st);
 json version_json(ServerState& st);
-json tokenize_json(ServerState& st, const json& body);
-json detokenize_json(ServerState& st, const json& body);
+json tokenize_json(ServerState& st, const request_json& body);
+json detokenize_json(ServerState& st, const request_json& body);
 json tokenizer_info_json(ServerState& st);
 }  // namespace verbatim::server
