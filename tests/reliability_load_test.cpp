@@ -107,13 +107,7 @@ std::vector<std::vector<int>> quiet_run(int port, const std::vector<json>& bodie
 
 // ---- process figures --------------------------------------------------------------------------
 
-long rss_kb(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  return -1;
-}
+long rss_kb(pid_t pid) { return proc_status_kib(pid, "VmRSS"); }
 
 int fd_count(pid_t pid) {
   int n = 0;

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 
 #include "core/error.h"
 #include "model/safetensors.h"
@@ -128,24 +127,6 @@ std::string gzip_of_as(size_t bytes) {
   return out;
 }
 
-// The peak resident memory of a process (VmHWM), in KiB.
-long peak_rss_kib(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  long v = -1;
-  while (f >> key) {
-    if (key == "VmHWM:") {
-      f >> v;
-      break;
-    }
-  }
-  return v;
-}
-
-std::string raw_post(const std::string& path, const std::string& body, const std::string& headers) {
-  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + headers +
-         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-}
 const std::string kHealth = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 
 // The 64 MiB limit counts the bytes on the wire, and httplib inflates gzip / deflate bodies with
@@ -157,13 +138,13 @@ TEST(ReliabilitySecurity, CompressedBodiesAre415AndNeverInflated) {
   ServerProcess s({model()});
   const int port = s.port();
   ASSERT_EQ(post(port, "/v1/completions", small_request()).status, 200);
-  const long rss_before = peak_rss_kib(s.pid());
+  const long rss_before = proc_status_kib(s.pid(), "VmHWM");
   ASSERT_GT(rss_before, 0);
   const std::string bomb = gzip_of_as(size_t(256) << 20);
   ASSERT_LT(bomb.size(), size_t(1) << 20);
   {
     RawConnection c(port);
-    c.send_raw(raw_post("/v1/completions", bomb, "Content-Encoding: gzip\r\n"));
+    c.send_post("/v1/completions", bomb, "Content-Encoding: gzip\r\n");
     const std::string first = c.read_until("\r\n\r\n{", 1, 60);
     EXPECT_NE(first.find("HTTP/1.1 415"), std::string::npos) << first.substr(0, 300);
     EXPECT_NE(first.find("\"param\":\"Content-Encoding\""), std::string::npos) << first.substr(0, 400);
@@ -171,7 +152,7 @@ TEST(ReliabilitySecurity, CompressedBodiesAre415AndNeverInflated) {
     const std::string both = c.read_until("HTTP/1.1 ", 2, 60);
     EXPECT_NE(both.find("HTTP/1.1 200", first.size() - 1), std::string::npos) << both.substr(0, 600);
   }
-  const long rss_after = peak_rss_kib(s.pid());
+  const long rss_after = proc_status_kib(s.pid(), "VmHWM");
   EXPECT_LT(rss_after - rss_before, 64 * 1024) << "KiB of peak RSS grew: the body was inflated";
   for (const std::string enc : {"deflate", "br", "x-foo", " GZIP "}) {
     auto r = post_raw(port, "/v1/completions", small_request().dump(), {{"Content-Encoding", enc}});
@@ -191,7 +172,7 @@ TEST(ReliabilitySecurity, RefusedBodiesLeaveTheConnectionInStep) {
   RawConnection c(s.port());
   std::string body = small_request().dump();
   body.insert(body.size() - 1, ", \"pad\": \"" + std::string(100000, 'x') + "\"");
-  c.send_raw(raw_post("/v1/completions", body, ""));
+  c.send_post("/v1/completions", body);
   const std::string first = c.read_until("\r\n\r\n{", 1, 60);
   EXPECT_NE(first.find("HTTP/1.1 401"), std::string::npos) << first.substr(0, 300);
   c.send_raw(kHealth);

@@ -149,6 +149,15 @@ class ServerProcess {
   int exit_status_ = 0;
 };
 
+// A "Vm..." field of /proc/PID/status (VmRSS, VmHWM: KiB), -1 when absent.
+inline long proc_status_kib(pid_t pid, const std::string& field) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  return -1;
+}
+
 struct HttpResult {
   int status = 0;  // 0: no answer (connection refused / reset)
   std::string body;
@@ -244,10 +253,10 @@ class RawConnection {
     if (connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect failed");
   }
   ~RawConnection() { close(); }
-  void send_post(const std::string& path, const std::string& body) {
-    std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\n\r\n" + body;
-    if (::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != ssize_t(req.size())) throw std::runtime_error("send failed");
+  // extra_headers: whole header lines, each ending in \r\n.
+  void send_post(const std::string& path, const std::string& body, const std::string& extra_headers = "") {
+    send_raw("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + extra_headers +
+             "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   }
   void send_raw(const std::string& bytes) {
     if (::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) != ssize_t(bytes.size())) throw std::runtime_error("send failed");

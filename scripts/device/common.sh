@@ -291,11 +291,13 @@ model_parity() {
   run_test cuda_model_test $(( $(left) - 15 ))
   grep -E "\[cuda parity" $OUT/cuda_model_test.log | head -8 | tee -a $LOG
 }
-# record_speed: engine-bench contract and fast on the 0.6B ($W/m06) and on the 8B ($W/m8, with its
-# 2,048-token prefill), as EB_* set them otherwise.
+# record_speed: engine-bench contract and fast on the 0.6B ($W/m06) and, once call_start's 8B
+# folder is whole (the 0.6B rows run while it is made), on the 8B ($W/m8, with its 2,048-token
+# prefill), as EB_* set them otherwise.
 record_speed() {
   eb 06_contract $W/m06 contract
   eb 06_fast $W/m06 fast
+  wait_for $W/m8 150 || return 0
   EB_PREFILL=2048 eb 8_contract $W/m8 contract
   EB_PREFILL=2048 eb 8_fast $W/m8 fast
 }
@@ -331,7 +333,6 @@ record_suite() {
   local EB_MIN_LEFT=30 EB_PREFILL=0  # record_speed gives the 8B rows their prefill itself
   ( mk qwen3-8b $W/m8r 0.005; mk qwen3-1.7b $W/m17 0.02 ) &
   inv_of_record $W/m06
-  wait_for $W/m8 150
   record_speed
   trace_decode 06_b1 $W/m06 1
   trace_decode 8_b1 $W/m8 1
