@@ -2,6 +2,7 @@
 // added-token flags on a small hand-made tokenizer.json, loader errors, speed, thread safety.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -179,6 +180,41 @@ TEST(Tokenizer, EncodesAHundredKilobytesFast) {
               s * 1e3, text.size() / s / 1e6);
   EXPECT_LT(s, 1.0);
   EXPECT_EQ(fresh->decode(ids), nfc(text));
+}
+
+TEST(Tokenizer, EncodeAtMostGivesTheIdsOrNothingAtEveryLimit) {
+  // Varied text with special tokens between the cases, so every place that can stop is crossed.
+  const json cases = read_json(test::fixture("tokenizer_cases.json"));
+  std::string text;
+  for (int r = 0; r < 3; ++r)
+    for (const json& c : cases) text += "<|im_start|>user\n" + c["text"].get<std::string>() + "<|im_end|>\n";
+  const std::vector<int32_t> full = qwen().encode(text);
+  ASSERT_GT(full.size(), 2000u);
+  for (size_t limit : {size_t(0), size_t(1), size_t(2), size_t(7), size_t(100), size_t(1000), full.size() - 2,
+                       full.size() - 1, full.size(), full.size() + 5}) {
+    const std::optional<std::vector<int32_t>> got = qwen().encode_at_most(text, limit);
+    if (full.size() <= limit) {
+      ASSERT_TRUE(got.has_value()) << limit;
+      EXPECT_EQ(*got, full) << limit;
+    } else {
+      EXPECT_FALSE(got.has_value()) << limit;
+    }
+  }
+  // One word of n bytes is at least n / (the longest token's bytes) ids, so a long word is
+  // refused without BPE, and one that fits is encoded: both answers must match the full encode.
+  for (size_t n : {size_t(64), size_t(4096), size_t(1u << 16)}) {
+    const std::string word(n, 'a');
+    const size_t ids = qwen().encode(word).size();
+    for (size_t limit : {ids - 1, ids, ids + 1, size_t(1)}) {
+      const auto got = qwen().encode_at_most(word, limit);
+      EXPECT_EQ(got.has_value(), ids <= limit) << n << " bytes, " << ids << " ids, limit " << limit;
+    }
+  }
+  for (const char* unit : {"a", " ", " word", "\xE4\xB8\xAD"}) {  // 32 MB each: one word, spaces, words, CJK
+    std::string big;
+    while (big.size() < (32u << 20)) big += unit;
+    EXPECT_FALSE(qwen().encode_at_most(big, 512).has_value()) << unit;
+  }
 }
 
 TEST(PreTokenizer, LongRunsDoNotHitRegexLimits) {

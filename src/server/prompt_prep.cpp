@@ -31,6 +31,21 @@ void check_length(size_t prompt_len, int max_tokens, const ModelLimits& m, const
                          max_param);
 }
 
+// Text is tokenized only as far as the length check needs: up to twice the context the count is
+// exact; past that the prompt is "more than" that many tokens, so 60 MiB of text costs a handler
+// thread milliseconds, not the half minute a full encode takes.
+std::vector<int32_t> encode_for_context(const Tokenizer& tok, const std::string& text, const ModelLimits& m,
+                                        const char* param) {
+  const size_t limit = m.max_model_len > 0 ? 2 * size_t(m.max_model_len) : SIZE_MAX;
+  std::optional<std::vector<int32_t>> ids = tok.encode_at_most(text, limit);
+  if (!ids)
+    throw InvalidRequest("This model's maximum context length is " + std::to_string(m.max_model_len) +
+                             " tokens. However, your prompt is more than " + std::to_string(limit) +
+                             " tokens long, which leaves no room for a completion. Please shorten the prompt.",
+                         param);
+  return std::move(*ids);
+}
+
 const Tokenizer& need_tokenizer(const ModelLimits& m, const char* param, const char* what) {
   if (!m.tokenizer)
     throw InvalidRequest(std::string("this model folder has no tokenizer files, so ") + what +
@@ -52,7 +67,7 @@ std::vector<PreparedPrompt> prepare_completion_prompts(const CompletionRequest& 
   for (const PromptInput& p : r.prompts) {
     PreparedPrompt pp;
     if (p.text) {
-      pp.ids = need_tokenizer(m, "prompt", "text prompts").encode(*p.text);
+      pp.ids = encode_for_context(need_tokenizer(m, "prompt", "text prompts"), *p.text, m, "prompt");
       pp.text = *p.text;
     } else {
       pp.ids = p.ids;
@@ -71,7 +86,7 @@ PreparedPrompt prepare_chat_prompt(ChatRequest& r, const ModelLimits& m) {
   const Tokenizer& tok = need_tokenizer(m, "messages", "chat messages");
   PreparedPrompt pp;
   pp.text = render_chat(r.messages, r.add_generation_prompt, r.enable_thinking);
-  pp.ids = tok.encode(*pp.text);
+  pp.ids = encode_for_context(tok, *pp.text, m, "messages");
   if (pp.ids.empty()) throw InvalidRequest("'messages' render to an empty prompt", "messages");
   if (!r.max_tokens) {  // vLLM's chat default: whatever the context has left
     if (m.max_model_len > 0 && pp.ids.size() >= size_t(m.max_model_len)) check_length(pp.ids.size(), 1, m, "messages", "messages");

@@ -210,7 +210,10 @@ HfTokenizer::HfTokenizer(const std::string& tokenizer_json, const std::string& p
   for (const auto& [token, id] : model_vocab) text_[static_cast<size_t>(id)] = token;
   for (const AddedToken& a : added) text_[static_cast<size_t>(a.id)] = a.content;
   bytes_.resize(text_.size());
-  for (size_t id = 0; id < text_.size(); ++id) bytes_[id] = byte_level::to_bytes(text_[id]);
+  for (size_t id = 0; id < text_.size(); ++id) {
+    bytes_[id] = byte_level::to_bytes(text_[id]);
+    longest_token_bytes_ = std::max(longest_token_bytes_, bytes_[id].size());
+  }
   special_.assign(text_.size(), 0);
   id_of_ = std::move(model_vocab);
   for (const AddedToken& a : added) {
@@ -258,31 +261,43 @@ HfTokenizer::HfTokenizer(const std::string& tokenizer_json, const std::string& p
   }
 }
 
-void HfTokenizer::encode_normalized(std::string_view segment, std::vector<int32_t>& out) const {
+// With a limit, splitting stops once the pieces alone pass it (each piece gives at least one id),
+// and a word too long to fit in what is left is never run through BPE.
+bool HfTokenizer::encode_normalized(std::string_view segment, std::vector<int32_t>& out, size_t max_tokens) const {
   const std::string text = nfc_ ? nfc(segment) : std::string(segment);
   std::vector<std::string_view> words;
   for (const TextPiece& piece : normalized_matcher_.split(text)) {
+    if (out.size() >= max_tokens) return false;  // each piece left gives at least one id
     if (piece.id >= 0) {
       out.push_back(piece.id);
       continue;
     }
     const std::string_view part = std::string_view(text).substr(piece.begin, piece.end - piece.begin);
     words.clear();
-    if (splitter_) splitter_->split(part, words);
+    const size_t room = max_tokens - out.size();
+    if (splitter_) splitter_->split(part, words, room == SIZE_MAX ? SIZE_MAX : room + 1);
     else words.push_back(part);
-    for (std::string_view w : words) bpe_->encode_word(w, out);
+    if (words.size() > room) return false;
+    for (std::string_view w : words) {
+      if (max_tokens != SIZE_MAX && (w.size() - 1) / longest_token_bytes_ + 1 > max_tokens - out.size()) return false;
+      bpe_->encode_word(w, out);
+      if (out.size() > max_tokens) return false;
+    }
   }
+  return true;
 }
 
-std::vector<int32_t> HfTokenizer::encode(const std::string& text) const {
+std::optional<std::vector<int32_t>> HfTokenizer::encode_at_most(const std::string& text, size_t max_tokens) const {
   if (size_t bad = utf8::first_invalid(text); bad != std::string::npos)
     throw InvalidRequest("text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
   std::vector<int32_t> out;
-  out.reserve(text.size() / 3 + 4);
+  out.reserve(std::min(text.size() / 3, max_tokens) + 4);
   // Added tokens with normalized=false are cut from the raw text before NFC, as HF does.
   for (const TextPiece& piece : raw_matcher_.split(text)) {
     if (piece.id >= 0) out.push_back(piece.id);
-    else encode_normalized(std::string_view(text).substr(piece.begin, piece.end - piece.begin), out);
+    else if (!encode_normalized(std::string_view(text).substr(piece.begin, piece.end - piece.begin), out, max_tokens))
+      return std::nullopt;
+    if (out.size() > max_tokens) return std::nullopt;
   }
   return out;
 }

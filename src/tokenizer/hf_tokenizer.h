@@ -19,7 +19,7 @@ class HfTokenizer final : public Tokenizer {
   HfTokenizer(const std::string& tokenizer_json, const std::string& tokenizer_path,
               const std::string& config_json, const std::string& config_path);
 
-  std::vector<int32_t> encode(const std::string& text) const override;
+  std::optional<std::vector<int32_t>> encode_at_most(const std::string& text, size_t max_tokens) const override;
   std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const override;
   int vocab_size() const override { return static_cast<int>(text_.size()); }
   std::optional<int32_t> token_id(const std::string& token) const override;
@@ -29,10 +29,12 @@ class HfTokenizer final : public Tokenizer {
   std::vector<int32_t> eos_token_ids() const override { return eos_; }
 
  private:
-  void encode_normalized(std::string_view text, std::vector<int32_t>& out) const;
+  // False once `out` holds (or the rest of `text` surely makes) more than max_tokens ids.
+  bool encode_normalized(std::string_view text, std::vector<int32_t>& out, size_t max_tokens) const;
 
   std::vector<std::string> text_;   // id -> vocab string ("Ġhello") or added token content
   std::vector<std::string> bytes_;  // id -> the bytes the ByteLevel decoder makes of it
+  size_t longest_token_bytes_ = 1;  // the most bytes one id stands for: a word of n bytes is >= n / this ids
   std::vector<uint8_t> special_;    // id -> 1 when skip_special drops it
   std::unordered_map<std::string, int32_t> id_of_;
   std::unique_ptr<BpeModel> bpe_;

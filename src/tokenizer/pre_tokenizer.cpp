@@ -2,6 +2,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <utf8proc.h>
@@ -142,12 +143,14 @@ RegexSplitter::RegexSplitter(const std::string& pattern, bool literal) : impl_(s
 
 RegexSplitter::~RegexSplitter() { pcre2_code_free(impl_->code); }
 
-void RegexSplitter::split(std::string_view text, std::vector<std::string_view>& pieces) const {
+void RegexSplitter::split(std::string_view text, std::vector<std::string_view>& pieces, size_t max_pieces) const {
   ThreadScratch& s = scratch();
   if (!s.md || !s.ctx) throw Error("tokenizer: out of memory for regex matching");
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t done = 0, pos = 0;
+  const size_t stop_at = pieces.size() + std::min(max_pieces, SIZE_MAX - pieces.size());
   while (pos <= text.size()) {
+    if (pieces.size() >= stop_at) return;
     // Text was validated once up front, so PCRE2 need not re-check UTF-8 on every call.
     int rc = pcre2_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, s.md, s.ctx);
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT)  // very long runs: retry in the interpreter (heap-backed)

@@ -2,6 +2,8 @@
 // HF's Split pre-tokenizer (behavior "Isolated"): every regex match and every gap between matches
 // becomes its own piece. The pattern comes from tokenizer.json and is written for Oniguruma;
 // it runs on PCRE2 (UTF + UCP, JIT when available) after translate_oniguruma().
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,8 +26,9 @@ class RegexSplitter {
   ~RegexSplitter();
   RegexSplitter(const RegexSplitter&) = delete;
   RegexSplitter& operator=(const RegexSplitter&) = delete;
-  // Appends the pieces of `text` (valid UTF-8) as views into it.
-  void split(std::string_view text, std::vector<std::string_view>& pieces) const;
+  // Appends the pieces of `text` (valid UTF-8) as views into it; with max_pieces, stops once it has
+  // appended that many (the first pieces of the full split: each one is final when appended).
+  void split(std::string_view text, std::vector<std::string_view>& pieces, size_t max_pieces = SIZE_MAX) const;
 
  private:
   struct Impl;

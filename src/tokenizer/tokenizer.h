@@ -1,6 +1,7 @@
 #pragma once
 // The Qwen3 tokenizer from a HF tokenizer.json: byte-level BPE with merge ranks, NFC normalization,
 // the Qwen2 split regex (PCRE2, Unicode properties), added/special tokens matched before splitting.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -21,7 +22,11 @@ class Tokenizer {
   // Special tokens written in the text (e.g. "<|im_start|>") are matched as special tokens
   // (HF add_special_tokens=False). Throws InvalidRequest if text is not valid UTF-8.
   // Thread-safe: one loaded Tokenizer may encode/decode from many threads at once.
-  virtual std::vector<int32_t> encode(const std::string& text) const = 0;
+  std::vector<int32_t> encode(const std::string& text) const { return *encode_at_most(text, SIZE_MAX); }
+  // The same ids when they number at most max_tokens, else nullopt, found without encoding the
+  // rest of the text once the count has passed max_tokens (a server checks a 60 MiB prompt against
+  // its context in milliseconds).
+  virtual std::optional<std::vector<int32_t>> encode_at_most(const std::string& text, size_t max_tokens) const = 0;
   // Invalid UTF-8 in the decoded bytes is replaced by U+FFFD, as HF does.
   virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const = 0;
   virtual int vocab_size() const = 0;                  // including added tokens
