@@ -165,6 +165,36 @@ TEST(ReliabilitySecurity, CompressedBodiesAre415AndNeverInflated) {
   EXPECT_EQ(s.stop(SIGTERM, 120), 0) << s.log();
 }
 
+// The 64 MiB limit of httplib 0.11 checks Content-Length only: a body sent chunked was read whole,
+// whatever its size, on any route and before the API key was checked (1 GiB grew the process by
+// 1 GiB). A chunked body is refused with 411 before it is read, and the connection is closed.
+TEST(ReliabilitySecurity, ChunkedBodiesAre411AndNeverRead) {
+  ServerProcess s({model(), "--api-key", "sk-test"});
+  const int port = s.port();
+  const long rss_before = proc_status_kib(s.pid(), "VmHWM");
+  ASSERT_GT(rss_before, 0);
+  for (const std::string path : {"/v1/completions", "/tokenize", "/no-such-route"}) {
+    RawConnection c(port);
+    c.send_raw("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n");
+    // 256 MiB in 1 MiB chunks, or until the server has hung up.
+    const std::string chunk = "100000\r\n" + std::string(1 << 20, 'a') + "\r\n";
+    try {
+      for (int i = 0; i < 256; ++i) c.send_raw(chunk);
+      c.send_raw("0\r\n\r\n");
+    } catch (const std::runtime_error&) {  // refused and closed before the body was all sent
+    }
+    const std::string got = c.read_until("\r\n\r\n{", 1, 60);
+    EXPECT_NE(got.find("HTTP/1.1 411"), std::string::npos) << path << ": " << got.substr(0, 300);
+    EXPECT_NE(got.find("\"param\":\"Transfer-Encoding\""), std::string::npos) << got.substr(0, 400);
+  }
+  const long rss_after = proc_status_kib(s.pid(), "VmHWM");
+  EXPECT_LT(rss_after - rss_before, 64 * 1024) << "KiB of peak RSS grew: a chunked body was read";
+  auto ok = post(port, "/v1/completions", small_request(), {{"Authorization", "Bearer sk-test"}});
+  EXPECT_EQ(ok.status, 200) << "a body with a Content-Length is still read: " << ok.body.substr(0, 200);
+  EXPECT_EQ(s.stop(SIGTERM, 120), 0) << s.log();
+}
+
 // A request the API key refuses is answered after its body is read, so a keep-alive client's next
 // request on the same connection gets its own answer (not one for the refused body's bytes).
 TEST(ReliabilitySecurity, RefusedBodiesLeaveTheConnectionInStep) {

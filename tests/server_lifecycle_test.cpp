@@ -238,6 +238,28 @@ TEST(ServerLifecycle, KeepAliveAfterSigtermIs503AndASecondSignalExitsAtOnce) {
   EXPECT_FALSE(streamed.done) << "the stream was cut off";
 }
 
+// The 503 after SIGTERM says Connection: close, and the connection is closed too: httplib 0.11 read
+// only the request's Connection header, so a client polling /health on a kept-alive connection
+// (a load balancer) got 503 after 503 and kept an idle server from exiting for as long as it polled.
+TEST(ServerLifecycle, KeepAliveAfterSigtermIsClosedAndTheServerExits) {
+  ServerProcess s({model()});
+  RawConnection c(s.port());
+  const std::string health = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  c.send_raw(health);
+  ASSERT_NE(c.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos);
+  ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+  ASSERT_TRUE(wait_for([&] { return s.log().find("received SIGTERM") != std::string::npos; }, 10));
+  c.send_raw(health);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string got = c.read_until("never sent", 1, 4);  // returns at end of file, else after 4 s
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
+  EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+  EXPECT_NE(got.find("shutting down"), std::string::npos) << "the whole body arrives: " << got;
+  EXPECT_LT(waited, 2.0) << "the server must close the connection after its 503, not wait for the client";
+  EXPECT_EQ(s.wait_exit(10), 0) << s.log();  // the client has not hung up: the server did
+}
+
 TEST(ServerLifecycle, DisconnectMidStreamAbortsAndFreesBlocks) {
   ServerProcess s({model(), "--no-enable-prefix-caching"});
   int port = s.port();

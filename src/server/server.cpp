@@ -57,6 +57,22 @@ struct Refusal {
 };
 thread_local Refusal t_refusal;
 
+// Ends the connection once `res` (a finished answer with a body) is written. httplib 0.11 keeps a
+// connection open whatever the answer's Connection header says (it reads only the request's); it
+// closes one when writing the answer fails. So the body goes out through a content provider that
+// reports failure once every byte is written: the client reads a whole answer, then end of file.
+void close_after_answer(httplib::Response& res) {
+  auto body = std::make_shared<std::string>(std::move(res.body));
+  res.body.clear();
+  const std::string type = res.get_header_value("Content-Type");
+  res.headers.erase("Content-Type");
+  res.set_header("Connection", "close");
+  res.set_content_provider(body->size(), type.c_str(), [body](size_t offset, size_t length, httplib::DataSink& sink) {
+    sink.write(body->data() + offset, length);
+    return false;  // the body is out: httplib closes the connection
+  });
+}
+
 template <class F>
 httplib::Server::Handler guarded(ServerState& st, F f) {
   return [&st, f](const httplib::Request& req, httplib::Response& res) {
@@ -66,8 +82,8 @@ httplib::Server::Handler guarded(ServerState& st, F f) {
       return;
     }
     if (st.draining) {  // a request on a connection kept alive past SIGTERM: answered, then closed
-      res.set_header("Connection", "close");
       send_error(st, res, 503, "the server is shutting down and takes no new requests");
+      close_after_answer(res);
       return;
     }
     try {
@@ -112,6 +128,13 @@ bool method_allowed(const RouteSpec& r, const std::string& method) {
 // 6.3); httplib 0.11 would instead read such a POST until the client hangs up or 30 s pass.
 bool has_no_body(const httplib::Request& req) {
   return !req.has_header("Content-Length") && req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos;
+}
+
+// A body sent with Transfer-Encoding: chunked (any case, in any list of codings).
+bool is_chunked(const httplib::Request& req) {
+  std::string te = req.get_header_value("Transfer-Encoding");
+  for (char& c : te) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return te.find("chunked") != std::string::npos;
 }
 
 // No Content-Encoding header, or "identity" (any case, spaces around it).
@@ -185,6 +208,16 @@ void register_routes(HttpServer& svr, ServerState& st) {
     if (std::string id = sanitize_request_id(req.get_header_value("X-Request-Id")); !id.empty())
       res.set_header("X-Request-Id", id);
     t_refusal = Refusal{};
+    // A chunked body is refused before anything reads it, whatever the route or the key: httplib
+    // 0.11 reads one with no bound (its 64 MiB limit checks Content-Length only: 1 GiB sent
+    // chunked grew the process by 1 GiB, with or without --api-key). The connection is closed, so
+    // the unread body is never parsed as a next request. OpenAI clients send a Content-Length.
+    if (is_chunked(req)) {
+      send_error(st, res, 411, "a chunked request body is not accepted: send it with a Content-Length header",
+                 "Transfer-Encoding");
+      close_after_answer(res);
+      return HR::Handled;
+    }
     // Refused here when there is no body; with one, once httplib has read it (Refusal).
     auto refuse = [&](int status, const std::string& message, const std::string& param) {
       if (!has_no_body(req)) {
@@ -224,7 +257,8 @@ void register_routes(HttpServer& svr, ServerState& st) {
   });
   // Unrouted requests (404 / 405) and httplib's own refusals (413, 400) get OpenAI error JSON.
   svr.set_error_handler(httplib::Server::HandlerWithResponse([&st](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    // An answer already written (a body, or close_after_answer's provider) is left as it is.
+    if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
     const RouteSpec* r = route_of(req.path);
     if (res.status == 404 && r && !method_allowed(*r, req.method)) {
       send_error(st, res, 405, "Method Not Allowed: " + req.method + " " + excerpt(req.path));
