@@ -190,6 +190,11 @@ TEST(ReliabilitySecurity, ChunkedBodiesAre411AndNeverRead) {
   }
   const long rss_after = proc_status_kib(s.pid(), "VmHWM");
   EXPECT_LT(rss_after - rss_before, 64 * 1024) << "KiB of peak RSS grew: a chunked body was read";
+  // The access line still names the refusal, though its body went out through a provider.
+  EXPECT_TRUE(wait_for([&] { return s.log().find("411") != std::string::npos &&
+                                    s.log().find("error \"a chunked request body is not accepted") != std::string::npos; },
+                       10))
+      << s.log();
   auto ok = post(port, "/v1/completions", small_request(), {{"Authorization", "Bearer sk-test"}});
   EXPECT_EQ(ok.status, 200) << "a body with a Content-Length is still read: " << ok.body.substr(0, 200);
   EXPECT_EQ(s.stop(SIGTERM, 120), 0) << s.log();

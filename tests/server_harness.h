@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -190,6 +191,16 @@ inline HttpResult post_raw(int port, const std::string& path, const std::string&
 inline HttpResult post(int port, const std::string& path, const json& body, const httplib::Headers& h = {}) {
   return post_raw(port, path, body.dump(), h);
 }
+// Polls cond every 20 ms until it holds or timeout_s passes; its last answer.
+inline bool wait_for(const std::function<bool()>& cond, double timeout_s) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return cond();
+}
+
 inline HttpResult get(int port, const std::string& path, const httplib::Headers& h = {}) {
   auto c = client(port);
   return to_result(c.Get(path.c_str(), h));

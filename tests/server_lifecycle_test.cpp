@@ -23,15 +23,6 @@ json long_stream(int max_tokens) {
           {"ignore_eos", true}};
 }
 
-bool wait_for(const std::function<bool()>& cond, double timeout_s) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
-}
-
 TEST(ServerLifecycle, StartupLinesAndStatusLine) {
   ServerProcess s({model(), "--served-model-name", "fixture"});
   std::string log = s.log();

@@ -10,6 +10,7 @@ using Clock = std::chrono::steady_clock;
 
 thread_local std::optional<Clock::time_point> t_begin;
 thread_local std::optional<GenerationNote> t_note;
+thread_local std::string t_error;
 
 // Quoted for the log: printable ASCII kept, '"' and '\' escaped, other bytes as \xHH; at most
 // `max` bytes of input, then "...".
@@ -72,13 +73,16 @@ void access_begin() {
 }
 
 void access_note(GenerationNote note) { t_note = std::move(note); }
+void access_note_error(std::string message) { t_error = std::move(message); }
 
 AccessTaken access_take() {
   AccessTaken t;
   if (t_begin) t.ms = std::chrono::duration<double, std::milli>(Clock::now() - *t_begin).count();
   t.generation = std::move(t_note);
+  t.error = std::move(t_error);
   t_begin.reset();
   t_note.reset();
+  t_error.clear();
   return t;
 }
 

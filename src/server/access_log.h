@@ -45,9 +45,13 @@ std::string sanitize_request_id(const std::string& raw);
 // the logger (which also clears both for the next request on this thread).
 void access_begin();
 void access_note(GenerationNote note);
+// The error message of an answer whose body the logger cannot read (one sent through a content
+// provider, as close_after_answer does).
+void access_note_error(std::string message);
 struct AccessTaken {
   std::optional<double> ms;
   std::optional<GenerationNote> generation;
+  std::string error;
 };
 AccessTaken access_take();
 

@@ -57,12 +57,22 @@ struct Refusal {
 };
 thread_local Refusal t_refusal;
 
+// The message of an OpenAI error body, or "".
+std::string error_message_of(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message") &&
+      j["error"]["message"].is_string())
+    return j["error"]["message"].get<std::string>();
+  return "";
+}
+
 // Ends the connection once `res` (a finished answer with a body) is written. httplib 0.11 keeps a
 // connection open whatever the answer's Connection header says (it reads only the request's); it
 // closes one when writing the answer fails. So the body goes out through a content provider that
 // reports failure once every byte is written: the client reads a whole answer, then end of file.
 void close_after_answer(httplib::Response& res) {
   auto body = std::make_shared<std::string>(std::move(res.body));
+  access_note_error(error_message_of(*body));  // the logger reads res.body, which is now empty
   res.body.clear();
   const std::string type = res.get_header_value("Content-Type");
   res.headers.erase("Content-Type");
@@ -294,12 +304,7 @@ void register_routes(HttpServer& svr, ServerState& st) {
       r.ms = t.ms;
       r.generation = std::move(t.generation);
       r.request_id = sanitize_request_id(req.get_header_value("X-Request-Id"));
-      if (res.status >= 400) {
-        json j = json::parse(res.body, nullptr, false);
-        if (j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message") &&
-            j["error"]["message"].is_string())
-          r.error = j["error"]["message"].get<std::string>();
-      }
+      if (res.status >= 400) r.error = t.error.empty() ? error_message_of(res.body) : std::move(t.error);
       log_line(access_line(r));
     });
 }
