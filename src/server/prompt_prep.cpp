@@ -13,15 +13,18 @@ void check_ids(const std::vector<int32_t>& ids, const ModelLimits& m, const char
                            param);
 }
 
-// vLLM's wording, so clients that parse it keep working.
+// vLLM's wording, so clients that parse it keep working. `prompt_tokens`: the count, or "more than N".
+[[noreturn]] void throw_no_room(const std::string& prompt_tokens, const ModelLimits& m, const char* param) {
+  throw InvalidRequest("This model's maximum context length is " + std::to_string(m.max_model_len) +
+                           " tokens. However, your prompt is " + prompt_tokens +
+                           " tokens long, which leaves no room for a completion. Please shorten the prompt.",
+                       param);
+}
+
 void check_length(size_t prompt_len, int max_tokens, const ModelLimits& m, const char* param, const char* where,
                   const char* max_param = "max_tokens") {
   if (m.max_model_len <= 0) return;
-  if (prompt_len >= size_t(m.max_model_len))
-    throw InvalidRequest("This model's maximum context length is " + std::to_string(m.max_model_len) +
-                             " tokens. However, your prompt is " + std::to_string(prompt_len) +
-                             " tokens long, which leaves no room for a completion. Please shorten the prompt.",
-                         param);
+  if (prompt_len >= size_t(m.max_model_len)) throw_no_room(std::to_string(prompt_len), m, param);
   if (prompt_len + size_t(max_tokens) > size_t(m.max_model_len))
     throw InvalidRequest("This model's maximum context length is " + std::to_string(m.max_model_len) +
                              " tokens. However, you requested " + std::to_string(prompt_len + max_tokens) +
@@ -38,11 +41,7 @@ std::vector<int32_t> encode_for_context(const Tokenizer& tok, const std::string&
                                         const char* param) {
   const size_t limit = m.max_model_len > 0 ? 2 * size_t(m.max_model_len) : SIZE_MAX;
   std::optional<std::vector<int32_t>> ids = tok.encode_at_most(text, limit);
-  if (!ids)
-    throw InvalidRequest("This model's maximum context length is " + std::to_string(m.max_model_len) +
-                             " tokens. However, your prompt is more than " + std::to_string(limit) +
-                             " tokens long, which leaves no room for a completion. Please shorten the prompt.",
-                         param);
+  if (!ids) throw_no_room("more than " + std::to_string(limit), m, param);
   return std::move(*ids);
 }
 

@@ -134,17 +134,17 @@ bool method_allowed(const RouteSpec& r, const std::string& method) {
   return method == r.method || (std::strcmp(r.method, "GET") == 0 && method == "HEAD");
 }
 
-// A request that states no body length (no Content-Length, not chunked) has no body (RFC 9112
-// 6.3); httplib 0.11 would instead read such a POST until the client hangs up or 30 s pass.
-bool has_no_body(const httplib::Request& req) {
-  return !req.has_header("Content-Length") && req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos;
-}
-
 // A body sent with Transfer-Encoding: chunked (any case, in any list of codings).
 bool is_chunked(const httplib::Request& req) {
   std::string te = req.get_header_value("Transfer-Encoding");
   for (char& c : te) c = char(std::tolower(static_cast<unsigned char>(c)));
   return te.find("chunked") != std::string::npos;
+}
+
+// A request that states no body length (no Content-Length, not chunked) has no body (RFC 9112
+// 6.3); httplib 0.11 would instead read such a POST until the client hangs up or 30 s pass.
+bool has_no_body(const httplib::Request& req) {
+  return !req.has_header("Content-Length") && !is_chunked(req);
 }
 
 // No Content-Encoding header, or "identity" (any case, spaces around it).
