@@ -118,6 +118,30 @@ TEST(Protocol, ContentPartsJoinTheirNonEmptyTexts) {
   }
 }
 
+// stream_options as vLLM reads it: its StreamOptions defaults include_usage to true, so an object
+// that leaves it out (only continuous_usage_stats, or {}) asks for usage; {} without streaming is
+// accepted (vLLM's check is on a truthy value), a non-empty one is still refused.
+TEST(Protocol, StreamOptionsDefaultToIncludeUsageAsInVllm) {
+  auto req = [](const char* body) { return parse_completion_request(parse(body), SamplingDefaults{}); };
+  EXPECT_TRUE(req(R"({"prompt": "x", "stream": true, "stream_options": {}})").include_usage);
+  auto c = req(R"({"prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": true}})");
+  EXPECT_TRUE(c.include_usage);
+  EXPECT_TRUE(c.continuous_usage_stats);
+  EXPECT_FALSE(req(R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": false}})").include_usage);
+  EXPECT_FALSE(req(R"({"prompt": "x", "stream": true})").include_usage);
+  EXPECT_FALSE(req(R"({"prompt": "x", "stream": true, "stream_options": null})").include_usage);
+  EXPECT_FALSE(req(R"({"prompt": "x", "stream_options": {}})").include_usage);
+  auto chat = parse_chat_request(
+      parse(R"({"messages": [{"role": "user", "content": "x"}], "stream": true, "stream_options": {}})"), SamplingDefaults{});
+  EXPECT_TRUE(chat.include_usage);
+  try {
+    req(R"({"prompt": "x", "stream_options": {"include_usage": false}})");
+    ADD_FAILURE() << "non-empty stream_options without stream accepted";
+  } catch (const InvalidRequest& e) {
+    EXPECT_EQ(e.param(), "stream_options");
+  }
+}
+
 TEST(Protocol, ErrorsNameTheParam) {
   auto param_of = [](const std::string& body) {
     try {

@@ -243,9 +243,12 @@ void parse_generation(const request_json& body, const SamplingDefaults& d, Gener
   r.stream = get_bool(body, "stream", false);
   if (const request_json* so = field(body, "stream_options")) {
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);
-    if (!r.stream) bad("stream_options", "is only allowed when 'stream' is true");
-    r.include_usage = get_bool(*so, "include_usage", false);
-    r.continuous_usage_stats = get_bool(*so, "continuous_usage_stats", false);
+    // vLLM refuses only a non-empty one ({} is falsy in its check) without streaming.
+    if (!r.stream && !so->empty()) bad("stream_options", "is only allowed when 'stream' is true");
+    // vLLM's StreamOptions defaults include_usage to true: stream_options present means usage
+    // unless it says include_usage false (so {"continuous_usage_stats": true} alone gives usage).
+    r.include_usage = get_bool(*so, "include_usage", true) && r.stream;
+    r.continuous_usage_stats = get_bool(*so, "continuous_usage_stats", false) && r.stream;
   }
   r.return_token_ids = get_bool(body, "return_token_ids", false);
   get_string(body, "user");  // accepted and ignored, as OpenAI documents it

@@ -46,7 +46,7 @@ struct GenerationRequest {
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
   bool stream = false;
-  bool include_usage = false;      // stream_options.include_usage
+  bool include_usage = false;      // stream_options.include_usage (true when stream_options omits it, as vLLM)
   bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats: usage on every chunk too
   bool return_token_ids = false;
 };
