@@ -142,6 +142,28 @@ TEST(Protocol, StreamOptionsDefaultToIncludeUsageAsInVllm) {
   }
 }
 
+// Chat's top_logprobs: vLLM refuses only a value above 0 without logprobs; 0 is the neutral
+// value (some clients always send it) and asks for no logprobs at all.
+TEST(Protocol, ChatTopLogprobsZeroNeedsNoLogprobs) {
+  auto chat = [](const std::string& extra) {
+    return parse_chat_request(parse(R"({"messages": [{"role": "user", "content": "x"}], )" + extra + "}"),
+                              SamplingDefaults{});
+  };
+  auto z = chat(R"("top_logprobs": 0)");
+  EXPECT_FALSE(z.logprobs);
+  EXPECT_EQ(z.params.logprobs, -1) << "no logprobs asked for";
+  auto f = chat(R"("logprobs": false, "top_logprobs": 0)");
+  EXPECT_EQ(f.params.logprobs, -1);
+  auto t = chat(R"("logprobs": true, "top_logprobs": 0)");
+  EXPECT_EQ(t.params.logprobs, 0);
+  try {
+    chat(R"("top_logprobs": 1)");
+    ADD_FAILURE() << "top_logprobs 1 without logprobs accepted";
+  } catch (const InvalidRequest& e) {
+    EXPECT_EQ(e.param(), "top_logprobs");
+  }
+}
+
 TEST(Protocol, ErrorsNameTheParam) {
   auto param_of = [](const std::string& body) {
     try {

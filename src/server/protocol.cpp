@@ -424,7 +424,8 @@ ChatRequest parse_chat_request(const request_json& body, const SamplingDefaults&
   r.logprobs = get_bool(body, "logprobs", false);
   if (field(body, "top_logprobs")) {
     r.top_logprobs = get_int(body, "top_logprobs", 0, 0, kMaxLogprobs, "must be between 0 and 20");
-    if (!r.logprobs) bad("top_logprobs", "needs 'logprobs' set to true");
+    // As vLLM: only a top_logprobs above 0 needs logprobs (0, the neutral value, asks for nothing).
+    if (r.top_logprobs > 0 && !r.logprobs) bad("top_logprobs", "needs 'logprobs' set to true");
   }
   r.params.logprobs = r.logprobs ? r.top_logprobs : -1;
   if (r.max_tokens) r.params.max_tokens = *r.max_tokens;
