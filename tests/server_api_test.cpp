@@ -198,6 +198,43 @@ TEST_F(ServerApi, LogprobsAndEcho) {
   }
 }
 
+// Echo of a token-id prompt holding special tokens (a chat-formatted prompt sent as ids): the
+// echoed text keeps them, as vLLM's decode of the prompt does, so every text_offset points at its
+// token in the text (with the special tokens skipped, "user" sat at offset 0 but was said to be at 12).
+TEST_F(ServerApi, EchoedTokenPromptKeepsSpecialTokensSoTextOffsetsIndexTheText) {
+  const std::vector<int32_t> ids = tok_->encode("<|im_start|>user\nHi there<|im_end|>\n");
+  ASSERT_GE(ids.size(), 5u);
+  const std::string prompt_text = tok_->decode(ids, false);
+  ASSERT_EQ(prompt_text.rfind("<|im_start|>", 0), 0u) << "the special token is one id";
+  for (bool stream : {false, true}) {
+    json b = {{"prompt", ids}, {"echo", true}, {"max_tokens", 2}, {"logprobs", 0}, {"temperature", 0}, {"stream", stream}};
+    std::string text;
+    json offsets = json::array(), tokens = json::array();
+    if (stream) {
+      auto s = post_stream(port(), "/v1/completions", b);
+      ASSERT_TRUE(s.done) << s.raw;
+      for (const json& e : s.events) {
+        text += e["choices"][0]["text"].get<std::string>();
+        for (const json& o : e["choices"][0]["logprobs"]["text_offset"]) offsets.push_back(o);
+        for (const json& t : e["choices"][0]["logprobs"]["tokens"]) tokens.push_back(t);
+      }
+    } else {
+      auto r = post(port(), "/v1/completions", b);
+      ASSERT_EQ(r.status, 200) << r.body;
+      text = r.j["choices"][0]["text"];
+      offsets = r.j["choices"][0]["logprobs"]["text_offset"];
+      tokens = r.j["choices"][0]["logprobs"]["tokens"];
+    }
+    EXPECT_EQ(text.rfind(prompt_text, 0), 0u) << "stream " << stream << ": " << text;
+    ASSERT_EQ(offsets.size(), ids.size() + 2);
+    // text_offset counts code points (Python's len); the text here is ASCII up to the prompt's end.
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const std::string t = tokens[i];
+      EXPECT_EQ(text.substr(offsets[i].get<size_t>(), t.size()), t) << "stream " << stream << ", token " << i;
+    }
+  }
+}
+
 // OpenAI's legacy loglikelihood call (lm-evaluation-harness's `echo=True, max_tokens=0`): the
 // prompt and its logprobs alone, the same bits as the prompt part of an echo with max_tokens 1.
 TEST_F(ServerApi, EchoWithMaxTokensZeroGivesThePromptAndItsLogprobsAlone) {

@@ -71,7 +71,10 @@ std::vector<PreparedPrompt> prepare_completion_prompts(const CompletionRequest& 
     } else {
       pp.ids = p.ids;
       check_ids(pp.ids, m, "prompt");
-      if (m.tokenizer && r.echo) pp.text = m.tokenizer->decode(pp.ids, r.skip_special_tokens);
+      // The echoed prompt keeps its special tokens, as vLLM's decode of a token prompt does: the
+      // echo's logprobs name them too, so text_offset indexes this text ('skip_special_tokens'
+      // applies to the generated text only).
+      if (m.tokenizer && r.echo) pp.text = m.tokenizer->decode(pp.ids, false);
     }
     if (pp.ids.empty()) throw InvalidRequest("'prompt' must not be empty (it has no tokens)", "prompt");
     check_length(pp.ids.size(), *r.max_tokens, m, "prompt", "prompt");
