@@ -350,6 +350,27 @@ TEST(Engine, AbortFreesBlocksAndReportsAbort) {
   EXPECT_FALSE(e->has_work());
 }
 
+// prompt_tokens (/metrics' prompt_tokens_total, the status line's prompt tok/s) counts prefills
+// done, as vLLM's does: a request aborted while it waits was never processed and is not counted,
+// nor is a prompt counted before its prefill has run.
+TEST(Engine, PromptTokensCountPrefillsDoneNotArrivals) {
+  EngineOptions o;
+  o.max_num_seqs = 1;
+  auto e = make_engine("qwen3-tiny-tied", o);
+  const uint64_t running = e->add({1, 2, 3}, greedy(50));
+  const uint64_t waiting = e->add({4, 5, 6, 7, 8}, greedy(50));
+  EXPECT_EQ(e->stats().prompt_tokens, 0u);  // nothing has run yet
+  e->step();
+  e->step();
+  EXPECT_EQ(e->stats().waiting, 1);
+  EXPECT_EQ(e->stats().prompt_tokens, 3u);  // the running one's prefill, not the waiting one's
+  e->abort(waiting);
+  e->abort(running);
+  std::map<uint64_t, Outcome> out;
+  drain(*e, out);
+  EXPECT_EQ(e->stats().prompt_tokens, 3u);
+}
+
 TEST(Engine, ReportsLengthCountsAndStats) {
   auto e = make_engine("qwen3-tiny-untied", {});
   const auto out = run_together(*e, {{{1, 2, 3}, greedy(7)}, {{9, 8}, greedy(1)}});

@@ -83,7 +83,7 @@ struct Engine::Impl {
   std::map<uint64_t, std::unique_ptr<Request>> requests;
   std::vector<RequestUpdate> pending;  // aborts, delivered by the next step()
   uint64_t next_id = 1;
-  uint64_t prompt_tokens = 0, generation_tokens = 0, steps = 0;
+  uint64_t prompt_tokens = 0, generation_tokens = 0, steps = 0;  // prompt: of prefills done
   bool spec_ngram = false;
   uint64_t spec_drafted = 0, spec_accepted = 0;
 
@@ -139,7 +139,9 @@ struct Engine::Impl {
   void append_token(Request& r, const SampleResult& res) {
     const SamplingParams& p = r.params;
     r.seq.tokens.push_back(res.token);
-    ++r.num_generated;
+    // A prompt counts once its prefill is done (as vLLM counts it, at the first token): one that
+    // waited and was aborted never ran, and a preempted one recomputed is not counted twice.
+    if (++r.num_generated == 1) prompt_tokens += uint64_t(r.seq.num_prompt_tokens);
     ++generation_tokens;
     TokenLogprob t;
     t.token = res.token;
@@ -248,7 +250,6 @@ uint64_t Engine::add(std::vector<int32_t> prompt, const SamplingParams& params) 
   r->prompt_lp_due = params.prompt_logprobs;
   r->seq.use_prefix_cache = !r->prompt_lp_due;
   if (r->prompt_lp_due) r->prompt_lp.resize(r->seq.tokens.size() - 1);
-  m.prompt_tokens += r->seq.tokens.size();
   const uint64_t id = r->seq.id;
   m.scheduler->add(&r->seq);
   m.requests.emplace(id, std::move(r));

@@ -82,7 +82,7 @@ struct EngineStats {
   uint64_t preemptions = 0;
   uint64_t prefix_queries = 0;   // prompt tokens looked up in the prefix cache
   uint64_t prefix_hits = 0;      // of those, tokens found
-  uint64_t prompt_tokens = 0;
+  uint64_t prompt_tokens = 0;    // of requests whose prefill is done (counted at their first token)
   uint64_t generation_tokens = 0;
   uint64_t steps = 0;
   uint64_t spec_draft_tokens = 0;     // draft tokens verified (speculative decoding)
