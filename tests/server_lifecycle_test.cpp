@@ -137,6 +137,36 @@ TEST(ServerLifecycle, AccessLogHasALinePerRequest) {
   EXPECT_EQ(quiet.log().find("\"GET /version\""), std::string::npos) << quiet.log();
 }
 
+// A non-streamed client that hangs up while its request waits for a seat: the request leaves the
+// queue, is counted as an abort, and its 499 access line says "client gone" with no error message
+// (nothing was refused) and no 499 among /metrics' error answers; its prompt, never run, is not
+// among the prompt tokens processed.
+TEST(ServerLifecycle, QueuedClientGoneIsDroppedAndLoggedWithoutAnError) {
+  ServerProcess s({model(), "--max-num-seqs", "1"});
+  RawConnection running(s.port());
+  running.send_post("/v1/completions", long_stream(3000).dump());
+  running.read_until("data: ", 2);
+  {
+    RawConnection gone(s.port());
+    json queued = {{"prompt", {9, 9, 9, 9, 9}}, {"max_tokens", 4}, {"temperature", 0}};
+    gone.send_post("/v1/completions", queued.dump(), "X-Request-Id: queued-gone\r\n");
+    ASSERT_TRUE(wait_for([&] { return metric(s.port(), "verbatim:num_requests_waiting") == 1; }, 10)) << s.log();
+  }  // hung up while waiting
+  ASSERT_TRUE(wait_for([&] { return s.log().find("x-request-id queued-gone") != std::string::npos; }, 10)) << s.log();
+  EXPECT_EQ(metric(s.port(), "verbatim:num_requests_waiting"), 0);
+  EXPECT_EQ(metric(s.port(), "verbatim:request_success_total", "abort"), 1);
+  EXPECT_EQ(metric(s.port(), "verbatim:prompt_tokens_total"), 8) << "only the running request's prompt ran";
+  EXPECT_EQ(metric(s.port(), "verbatim:http_errors_total", "status=\"499\""), -1) << get(s.port(), "/metrics").body;
+  std::string line;
+  std::istringstream in(s.log());
+  for (std::string l; std::getline(in, l);)
+    if (l.find("x-request-id queued-gone") != std::string::npos) line = l;
+  EXPECT_NE(line.find("\"POST /v1/completions\" 499 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" prompt 5 completion 0 finish abort client gone x-request-id queued-gone"), std::string::npos)
+      << line;
+  EXPECT_EQ(line.find(" error "), std::string::npos) << line;
+}
+
 // A KV cache smaller than one max_model_len request is said at startup, with what to change; such a
 // request then gets the 400 the warning promised.
 TEST(ServerLifecycle, KvCacheSmallerThanMaxModelLenIsWarnedAtStartup) {

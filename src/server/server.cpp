@@ -267,8 +267,11 @@ void register_routes(HttpServer& svr, ServerState& st) {
   });
   // Unrouted requests (404 / 405) and httplib's own refusals (413, 400) get OpenAI error JSON.
   svr.set_error_handler(httplib::Server::HandlerWithResponse([&st](const httplib::Request& req, httplib::Response& res) {
-    // An answer already written (a body, or close_after_answer's provider) is left as it is.
-    if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+    // An answer already written (a body, or close_after_answer's provider) is left as it is, and so
+    // is a 499 (the client hung up before its answer): nobody reads a body, it was refused by
+    // nobody, and it is no error answer for /metrics (the abort is counted as one).
+    if (!res.body.empty() || res.content_provider_ || res.status == 499)
+      return httplib::Server::HandlerResponse::Unhandled;
     const RouteSpec* r = route_of(req.path);
     if (res.status == 404 && r && !method_allowed(*r, req.method)) {
       send_error(st, res, 405, "Method Not Allowed: " + req.method + " " + excerpt(req.path));
