@@ -734,5 +734,25 @@ TEST_F(ServerApi, UnknownRoutesAndModelsAre404) {
   EXPECT_EQ(get(port(), "/v1/completions").status, 405);
 }
 
+// --served-model-name with several names, as vLLM's scripts pass it: /v1/models lists each, a
+// request may name any, answers and /metrics carry the first.
+TEST(ServerApiNames, SeveralServedModelNames) {
+  ServerProcess s({fixture("qwen3-tiny-tied"), "--served-model-name", "main-name", "alias"});
+  auto models = get(s.port(), "/v1/models");
+  ASSERT_EQ(models.status, 200);
+  ASSERT_EQ(models.j["data"].size(), 2u) << models.j.dump();
+  EXPECT_EQ(models.j["data"][0]["id"], "main-name");
+  EXPECT_EQ(models.j["data"][1]["id"], "alias");
+  EXPECT_EQ(get(s.port(), "/v1/models/alias").j["id"], "alias");
+  EXPECT_EQ(get(s.port(), "/v1/models/other").status, 404);
+  for (const char* name : {"main-name", "alias"}) {
+    auto r = post(s.port(), "/v1/completions", {{"model", name}, {"prompt", {1, 2, 3}}, {"max_tokens", 2}});
+    ASSERT_EQ(r.status, 200) << name << " " << r.j.dump();
+    EXPECT_EQ(r.j["model"], "main-name");
+  }
+  EXPECT_EQ(post(s.port(), "/v1/completions", {{"model", "other"}, {"prompt", {1, 2, 3}}, {"max_tokens", 2}}).status, 404);
+  EXPECT_EQ(metric(s.port(), "verbatim:generation_tokens_total", "model_name=\"main-name\""), 4);
+}
+
 }  // namespace
 }  // namespace verbatim::test

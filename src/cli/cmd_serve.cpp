@@ -49,7 +49,9 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", e.enable_prefix_caching,
                 "Reuse the K/V of prompt prefixes seen before (default on)");
   sub->add_option("--seed", e.seed, "Seed of requests that name none")->capture_default_str()->check(decimal_seed<uint64_t>());
-  sub->add_option("--served-model-name", rt.served_model_name, "Model name in the API (default: MODEL_DIR)");
+  sub->add_option("--served-model-name", rt.served_model_names,
+                  "Model name(s) in the API, as vLLM's: answers carry the first, requests may name any (default: MODEL_DIR)")
+      ->check([](const std::string& s) { return s.empty() ? std::string("is empty") : std::string(); });
   sub->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on /v1/* and /reset_prefix_cache (or $VERBATIM_API_KEY)");
   sub->add_option("--num-kv-blocks", e.num_kv_blocks, "KV-cache capacity in blocks (default: sized by the engine)")
       ->check(at_least(1, 1 << 30));

@@ -17,10 +17,12 @@ const Tokenizer& tokenizer_of(Runtime& rt) {
 
 json models_json(ServerState& st) {
   Runtime& rt = st.runtime();
-  json m = {{"id", rt.model_name},     {"object", "model"},   {"created", st.started_at},
-            {"owned_by", "verbatim"}, {"root", rt.model_dir}, {"parent", nullptr},
-            {"max_model_len", rt.limits.max_model_len}};
-  return {{"object", "list"}, {"data", json::array({m})}};
+  json data = json::array();  // a card per served name, as vLLM lists them
+  for (const std::string& name : rt.model_names)
+    data.push_back({{"id", name},              {"object", "model"},   {"created", st.started_at},
+                    {"owned_by", "verbatim"}, {"root", rt.model_dir}, {"parent", nullptr},
+                    {"max_model_len", rt.limits.max_model_len}});
+  return {{"object", "list"}, {"data", data}};
 }
 
 json version_json(ServerState& st) {

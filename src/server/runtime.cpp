@@ -1,5 +1,6 @@
 #include "server/runtime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -13,9 +14,10 @@ Runtime Runtime::load(const RuntimeOptions& o) {
   Runtime rt;
   rt.model_dir = o.model_dir.empty() ? ensure_default_model() : o.model_dir;
   if (!std::filesystem::is_directory(rt.model_dir)) throw Error(rt.model_dir + ": no such model folder");
-  rt.model_name = !o.served_model_name.empty() ? o.served_model_name
-                  : o.model_dir.empty()        ? std::string("verbatim-default")
-                                               : o.model_dir;
+  for (const std::string& n : o.served_model_names)
+    if (std::find(rt.model_names.begin(), rt.model_names.end(), n) == rt.model_names.end()) rt.model_names.push_back(n);
+  if (rt.model_names.empty()) rt.model_names.push_back(o.model_dir.empty() ? std::string("verbatim-default") : o.model_dir);
+  rt.model_name = rt.model_names[0];
   rt.device = o.device;
   rt.dtype = resolve_dtype(o.dtype, rt.model_dir);
   if (Tokenizer::exists(rt.model_dir)) rt.tokenizer = Tokenizer::load(rt.model_dir);

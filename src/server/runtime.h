@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/async_engine.h"
 #include "engine/engine.h"
@@ -19,7 +20,9 @@ namespace verbatim::server {
 
 struct RuntimeOptions {
   std::string model_dir;            // "": the embedded default (ensure_default_model)
-  std::string served_model_name;    // "": the model folder as given
+  // --served-model-name: none: the model folder as given; several (as vLLM takes them): the first
+  // names the model in answers and /metrics, and a request may name any of them.
+  std::vector<std::string> served_model_names;
   std::string device = "cpu";
   std::string dtype = "auto";
   std::string generation_config = "auto";  // "auto": defaults from generation_config.json; "vllm": OpenAI's
@@ -30,7 +33,8 @@ struct RuntimeOptions {
 
 struct Runtime {
   std::string model_dir;
-  std::string model_name;
+  std::string model_name;               // the name answers carry: model_names[0]
+  std::vector<std::string> model_names;  // every name a request may give
   std::string device;
   DType dtype = DType::F32;
   std::unique_ptr<Tokenizer> tokenizer;

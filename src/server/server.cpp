@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cctype>
 #include <condition_variable>
 #include <cstdlib>
@@ -179,10 +180,10 @@ void register_routes(HttpServer& svr, ServerState& st) {
     send_json(res, models_json(st));
   }));
   svr.Get(R"(/v1/models/(.+))", guarded(st, [&st](const httplib::Request& req, httplib::Response& res) {
-    json all = models_json(st);
-    if (req.matches[1] != all["data"][0]["id"].get<std::string>())
-      throw HttpError(404, "The model `" + excerpt(req.matches[1]) + "` does not exist.", "model");
-    send_json(res, all["data"][0]);
+    const json all = models_json(st);
+    for (const json& m : all["data"])
+      if (req.matches[1] == m["id"].get<std::string>()) return send_json(res, m);
+    throw HttpError(404, "The model `" + excerpt(req.matches[1]) + "` does not exist.", "model");
   }));
   svr.Get("/metrics", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
     Runtime& rt = st.runtime();
@@ -382,7 +383,8 @@ void ServerState::check_model(const request_json& body) const {
   auto it = body.find("model");
   if (it == body.end() || !it->is_string()) return;
   const std::string& m = it->get_ref<const std::string&>();
-  if (!m.empty() && m != runtime().model_name)
+  const std::vector<std::string>& names = runtime().model_names;
+  if (!m.empty() && std::find(names.begin(), names.end(), m) == names.end())
     throw HttpError(404, "The model `" + excerpt(m) + "` does not exist.", "model");
 }
 
