@@ -141,6 +141,20 @@ TEST(BackendFlagsGenerate, ContractModeAndAnyShareRunOnTheCpuWithTheSameOutput) 
   EXPECT_EQ(tail(gen({"--mode", "contract", "--gpu-memory-utilization", "0.25"})), tail(plain));
 }
 
+// --max-model-len above the model's max_position_embeddings (4096 here) is refused from the
+// folder's config.json before the port is bound, as vLLM refuses it before loading weights: not
+// after a load that takes minutes on a real checkpoint, with the port open meanwhile.
+TEST(ServeFlags, MaxModelLenAboveTheModelsIsRefusedBeforeListening) {
+  const CommandResult r = run_verbatim({"serve", "--model", fixture("qwen3-tiny-tied"), "--host", "127.0.0.1", "--port",
+                                        "0", "--max-model-len", "1000000"},
+                                       60, temp_dir("serve-max-model-len"));
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("max_model_len 1000000 exceeds the model's max_position_embeddings 4096"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("listening on"), std::string::npos) << r.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Commands, BackendFlags, ::testing::Values("generate", "serve"));
 
 }  // namespace

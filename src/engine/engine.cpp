@@ -31,16 +31,6 @@ std::string num(double v) {
   return buf;
 }
 
-int effective_max_model_len(const EngineOptions& opts, const ModelConfig& cfg) {
-  if (opts.max_model_len < 0) throw Error("max_model_len must be positive (got " + std::to_string(opts.max_model_len) + ")");
-  if (cfg.max_position_embeddings > 0 && opts.max_model_len > cfg.max_position_embeddings)
-    throw Error("max_model_len " + std::to_string(opts.max_model_len) + " exceeds the model's max_position_embeddings " +
-                std::to_string(cfg.max_position_embeddings));
-  int len = opts.max_model_len > 0 ? opts.max_model_len : cfg.max_position_embeddings;
-  if (len <= 0) throw Error("max_model_len is unknown: config.json has no max_position_embeddings; pass one");
-  return len;
-}
-
 // Default KV capacity (num_kv_blocks == 0): room for max_num_seqs sequences of max_model_len
 // tokens, capped by the backend's memory budget, and never below one block.
 int default_kv_blocks(const Backend& backend, const EngineOptions& opts, int max_model_len) {
@@ -52,6 +42,16 @@ int default_kv_blocks(const Backend& backend, const EngineOptions& opts, int max
 }
 
 }  // namespace
+
+int effective_max_model_len(const EngineOptions& opts, const ModelConfig& cfg) {
+  if (opts.max_model_len < 0) throw Error("max_model_len must be positive (got " + std::to_string(opts.max_model_len) + ")");
+  if (cfg.max_position_embeddings > 0 && opts.max_model_len > cfg.max_position_embeddings)
+    throw Error("max_model_len " + std::to_string(opts.max_model_len) + " exceeds the model's max_position_embeddings " +
+                std::to_string(cfg.max_position_embeddings));
+  int len = opts.max_model_len > 0 ? opts.max_model_len : cfg.max_position_embeddings;
+  if (len <= 0) throw Error("max_model_len is unknown: config.json has no max_position_embeddings; pass one");
+  return len;
+}
 
 struct Engine::Impl {
   struct Request {

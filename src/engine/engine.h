@@ -58,6 +58,10 @@ struct EngineOptions {
 // the last generated token's K/V is never written, so it takes no slot.
 inline int64_t longest_request_tokens(int64_t blocks, int block_size) { return blocks * block_size + 1; }
 
+// The context length an engine of `opts` on a model of `cfg` serves (max_model_len, or the model's
+// max_position_embeddings); throws Error when max_model_len exceeds what the model supports.
+int effective_max_model_len(const EngineOptions& opts, const ModelConfig& cfg);
+
 class QueueFull : public std::runtime_error {
  public:
   QueueFull() : std::runtime_error("the server's request queue is full; retry later") {}

@@ -411,8 +411,9 @@ int serve(const ServeOptions& o) {
   st.opts = o;
   st.opts.runtime.async = true;
   st.started_at = Runtime::now();
-  // Fail fast, before binding, on what needs no loading: the folder's config, the device, the dtype.
-  if (!o.runtime.model_dir.empty()) ModelConfig::load(o.runtime.model_dir);
+  // Fail fast, before binding, on what needs no loading: the folder's config (and --max-model-len
+  // against it, not only once the weights have loaded), the device, the dtype.
+  if (!o.runtime.model_dir.empty()) effective_max_model_len(o.runtime.engine, ModelConfig::load(o.runtime.model_dir));
   parse_device(o.runtime.device);
   if (o.runtime.dtype != "auto") parse_dtype(o.runtime.dtype);
 
