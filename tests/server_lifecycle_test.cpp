@@ -208,6 +208,18 @@ TEST(ServerLifecycle, HealthIs503WhileLoading) {
   EXPECT_EQ(get(s.port(), "/v1/models").status, 200);
 }
 
+// SIGTERM while the model loads (nothing can be in flight) stops the process at once, exit 0: it
+// used to wait for the whole load (minutes on a real checkpoint, a second signal unread), print
+// "ready" and only then stop. The text model's tokenizer takes far longer to load than the
+// signal takes to arrive once the port is bound.
+TEST(ServerLifecycle, SigtermWhileLoadingExitsAtOnce) {
+  ServerProcess s({text_model_dir()}, /*wait_ready=*/false);
+  ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+  EXPECT_EQ(s.wait_exit(60), 0) << s.log();
+  EXPECT_NE(s.log().find("received SIGTERM while the model was loading: exiting"), std::string::npos) << s.log();
+  EXPECT_EQ(s.log().find("ready at"), std::string::npos) << s.log();
+}
+
 TEST(ServerLifecycle, SigtermFinishesInFlightStreamsThenExitsZero) {
   ServerProcess s({model()});
   int port = s.port();

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <condition_variable>
 #include <cstdlib>
@@ -452,6 +453,7 @@ int serve(const ServeOptions& o) {
   std::thread http([&svr] { svr.listen_after_bind(); });
 
   std::string load_error;
+  std::atomic<bool> loader_done{false};  // set before the loader's own SIGTERM on failure
   std::thread loader([&] {
     try {
       st.rt = std::make_unique<Runtime>(Runtime::load(st.opts.runtime));
@@ -466,8 +468,10 @@ int serve(const ServeOptions& o) {
       }
       st.ready = true;
       log_line("ready at " + url + " (OpenAI API under " + url + "/v1)");
+      loader_done = true;
     } catch (const std::exception& e) {
       load_error = e.what();
+      loader_done = true;
       kill(getpid(), SIGTERM);  // wakes the sigwait below
     }
   });
@@ -475,6 +479,14 @@ int serve(const ServeOptions& o) {
   StatusReporter reporter(st, o.status_interval_s);
   int sig = 0;
   sigwait(&sigs, &sig);
+  // A signal while the model loads: nothing can be in flight (every model route answers 503 until
+  // ready), so the process exits now instead of after a load that takes minutes on a real
+  // checkpoint (during which a second signal was not even read).
+  if (!loader_done && !st.ready) {
+    log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+             " while the model was loading: exiting (no request was in flight)");
+    std::_Exit(0);
+  }
   loader.join();
   if (!load_error.empty()) {
     log_line("error: " + load_error);
