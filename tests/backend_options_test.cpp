@@ -155,6 +155,19 @@ TEST(ServeFlags, MaxModelLenAboveTheModelsIsRefusedBeforeListening) {
   EXPECT_EQ(r.err.find("listening on"), std::string::npos) << r.err;
 }
 
+// --served-model-name takes every word after it, as vLLM's does: a model folder written after it
+// would become a name and the embedded default would be served under it. Refused, naming the fix;
+// the folder before the option serves it under both names.
+TEST(ServeFlags, ModelFolderAfterServedModelNameIsRefused) {
+  const CommandResult r = run_verbatim({"serve", "--host", "127.0.0.1", "--port", "0", "--served-model-name", "a",
+                                        fixture("qwen3-tiny-tied")},
+                                       60, temp_dir("serve-names-folder"));
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("is a model folder given as a --served-model-name"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("listening on"), std::string::npos) << r.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Commands, BackendFlags, ::testing::Values("generate", "serve"));
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `verbatim serve [MODEL_DIR]`: the OpenAI-compatible server, with vLLM's option names.
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <filesystem>
 
 #include "cli/commands.h"
 #include "cli/validators.h"
@@ -87,6 +88,13 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
                     "' name two folders; give the model once");
       o->runtime.model_dir = *positional_dir;
     }
+    // --served-model-name takes every word after it (vLLM's nargs +), so 'serve --served-model-name a
+    // DIR' would make DIR a name and serve the embedded default: refused when a name is a model folder.
+    if (o->runtime.model_dir.empty())
+      for (const std::string& n : o->runtime.served_model_names)
+        if (std::filesystem::is_regular_file(std::filesystem::path(n) / "config.json"))
+          throw Error("serve: '" + n + "' is a model folder given as a --served-model-name (the option takes every "
+                      "word after it); put MODEL_DIR before --served-model-name or use --model");
     // Refuse --device/--mode/--gpu-memory-utilization values that cannot work before listening.
     server::validate_backend_options(server::parse_device(o->runtime.device), o->runtime.backend);
     if (o->api_key.empty())
