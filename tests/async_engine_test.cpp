@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "engine/async_engine.h"
 #include "engine/cpu_backend.h"
+#include "engine/fault_backend.h"
 #include "engine/sampler.h"
 #include "support/paths.h"
 
@@ -67,6 +69,16 @@ struct Collector {
     return cv.wait_for(lk, 60s, [&] { return updates.count(id) > 0; });
   }
 };
+
+// Polls cond every millisecond for up to 60 s.
+bool wait_until(const std::function<bool()>& cond) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
 
 SamplingParams params_for(int r) {
   SamplingParams p;
@@ -177,6 +189,45 @@ TEST(AsyncEngine, StopAbortsWhatIsLeft) {
   ASSERT_EQ(c.final.size(), 2u);
   EXPECT_EQ(c.final[a].reason, FinishReason::Abort);
   EXPECT_EQ(c.final[b].reason, FinishReason::Abort);
+}
+
+// A device fault ends the async engine: every request gets a final update naming the fault, the
+// failure handler runs once (the server exits on it), submit throws EngineFailed, stats stay
+// readable and stop() still returns.
+TEST(AsyncEngine, ADeviceFaultEndsTheEngineAndRunsTheHandlerOnce) {
+  EngineOptions o = queue_options(2, 64);
+  AsyncEngine ae(std::make_unique<FaultBackend>(tiny_backend(), 3), o);
+  std::mutex hmu;
+  std::vector<std::string> handled;
+  ae.on_failure([&](const std::string& why) {
+    std::lock_guard lk(hmu);
+    handled.push_back(why);
+  });
+  Collector c;
+  SamplingParams p = params_for(0);
+  p.max_tokens = 50;
+  for (int r = 0; r < 5; ++r) ae.submit(prompt_for(r), p, c.callback());  // 2 run, 3 wait
+  ASSERT_TRUE(c.wait_finished(5));
+  {
+    std::lock_guard lk(c.mu);
+    for (auto& [id, u] : c.final) {
+      EXPECT_EQ(u.reason, FinishReason::Abort) << id;
+      EXPECT_NE(u.error.find("injected device fault"), std::string::npos) << id << ": " << u.error;
+    }
+  }
+  ASSERT_TRUE(wait_until([&] {
+    std::lock_guard lk(hmu);
+    return !handled.empty();
+  }));
+  EXPECT_NE(ae.failure().find("injected device fault"), std::string::npos);
+  EXPECT_FALSE(ae.accepting());
+  EXPECT_THROW(ae.submit({1}, params_for(0), c.callback()), EngineFailed);
+  EXPECT_EQ(ae.stats().running, 0);
+  ae.reset_prefix_cache();  // the engine thread has ended: runs here, does not hang
+  ae.stop();
+  std::lock_guard lk(hmu);
+  ASSERT_EQ(handled.size(), 1u);
+  EXPECT_NE(handled[0].find("injected device fault"), std::string::npos);
 }
 
 TEST(AsyncEngine, BoundedQueueThrowsQueueFull) {

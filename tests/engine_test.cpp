@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "engine/cpu_backend.h"
 #include "engine/engine.h"
+#include "engine/fault_backend.h"
 #include "engine/sampler.h"
 #include "support/paths.h"
 
@@ -465,6 +466,76 @@ TEST(Engine, ValidatesRequests) {
   auto tiny = make_engine("qwen3-tiny-tied", small);
   expect_invalid(*tiny, std::vector<int32_t>(30, 1), greedy(4), "max_tokens", "KV cache holds only 32");
   tiny->add(std::vector<int32_t>(30, 1), greedy(3));  // 32 slots exactly: accepted
+}
+
+// A device fault ends the engine: the step it hit ends every request, running or still waiting,
+// with the fault as its error (no request passes for finished), later steps have nothing to do,
+// and add() refuses. Before, only the step's own requests failed: the rest ran on over a cache a
+// fault may have corrupted, and new requests kept coming, each failing on a dead device.
+TEST(Engine, ADeviceFaultEndsEveryRequestAndRefusesNewOnes) {
+  EngineOptions o;
+  o.num_kv_blocks = 256;
+  o.max_num_seqs = 2;  // the third request waits
+  o.enable_prefix_caching = false;  // so a freed block counts as free
+  auto run = [&](int64_t fault_after) {
+    std::unique_ptr<Backend> be = make_cpu_backend(model_dir("qwen3-tiny-tied"), DType::BF16);
+    if (fault_after >= 0) be = std::make_unique<FaultBackend>(std::move(be), fault_after);
+    auto e = std::make_unique<Engine>(std::move(be), o);
+    for (int r = 0; r < 3; ++r) e->add({1, 2, int32_t(3 + r)}, greedy(6));
+    std::map<uint64_t, Outcome> out;
+    drain(*e, out);
+    return std::make_pair(std::move(e), out);
+  };
+  auto [healthy, fine] = run(-1);  // the control: the same requests all finish
+  ASSERT_EQ(fine.size(), 3u);
+  for (auto& [id, o] : fine) {
+    EXPECT_EQ(o.reason, FinishReason::Length);
+    EXPECT_EQ(o.tokens.size(), 6u);
+    EXPECT_EQ(o.error, "");
+  }
+  EXPECT_EQ(healthy->failure(), "");
+
+  auto [dead, failed] = run(2);  // two steps run, the third faults
+  ASSERT_EQ(failed.size(), 3u);
+  for (auto& [id, o] : failed) {
+    EXPECT_EQ(o.reason, FinishReason::Abort) << id;
+    EXPECT_NE(o.error.find("injected device fault"), std::string::npos) << id << ": " << o.error;
+    EXPECT_LT(o.tokens.size(), 6u);
+  }
+  EXPECT_FALSE(failed.begin()->second.tokens.empty()) << "the first requests ran before the fault";
+  EXPECT_NE(dead->failure().find("injected device fault"), std::string::npos);
+  EXPECT_FALSE(dead->has_work());
+  EXPECT_EQ(dead->stats().running + dead->stats().waiting, 0);
+  EXPECT_EQ(dead->stats().kv_blocks_used, 0) << "the failed requests' blocks are freed";
+  try {
+    dead->add({1, 2}, greedy(2));
+    FAIL() << "a dead engine must refuse new requests";
+  } catch (const EngineFailed& e) {
+    EXPECT_NE(std::string(e.what()).find("injected device fault"), std::string::npos) << e.what();
+  }
+}
+
+// A KV cache the memory cannot hold is refused with a sentence naming its size and the option,
+// not "std::bad_alloc" (a serve with a huge --num-kv-blocks under a memory limit printed only that).
+TEST(Engine, AKvCacheThatDoesNotFitNamesItsSize) {
+  struct NoRoom : ForwardingBackend {
+    using ForwardingBackend::ForwardingBackend;
+    void allocate_kv(int, int) override { throw std::bad_alloc(); }
+  };
+  std::unique_ptr<Backend> cpu = make_cpu_backend(model_dir("qwen3-tiny-tied"), DType::BF16);
+  EngineOptions o;
+  o.num_kv_blocks = 1000;
+  try {
+    Engine e(std::make_unique<NoRoom>(*cpu), o);
+    FAIL() << "the engine was built without its KV cache";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("cannot allocate a KV cache of 1000 blocks of 16 tokens ("), std::string::npos) << m;
+    EXPECT_NE(m.find(" GiB on cpu): out of memory"), std::string::npos) << m;
+    EXPECT_NE(m.find("--num-kv-blocks"), std::string::npos) << m;
+  }
+  Engine fine(std::make_unique<ForwardingBackend>(*cpu), o);  // the control: the same cache fits
+  EXPECT_EQ(fine.stats().kv_blocks_total, 1000);
 }
 
 }  // namespace

@@ -95,6 +95,27 @@ TEST(Generate, BadLinesGiveErrorLinesInOrderAndNonZeroExit) {
   EXPECT_EQ(r.lines.back()["choices"][0]["token_ids"].size(), 2u);
 }
 
+// A device fault (injected after 2 forward calls) fails every line with an error naming it, in
+// order, and the exit status is 1: before, each line came out as a short answer with
+// finish_reason "abort" and the run exited 0, so an eval read truncated outputs as results.
+TEST(Generate, ADeviceFaultIsAnErrorLineAndExitOne) {
+  std::vector<std::string> in = {R"({"prompt": [1, 2, 3], "max_tokens": 8, "temperature": 0})",
+                                 R"({"prompt": [4, 5, 6], "max_tokens": 8, "temperature": 0})"};
+  auto fine = run_generate({"--model", fixture("qwen3-tiny-tied")}, in);  // the control: no fault
+  ASSERT_EQ(fine.exit_code, 0) << fine.err;
+  ASSERT_EQ(fine.lines.size(), 2u);
+  auto r = run_generate({"--model", fixture("qwen3-tiny-tied")}, in, "VERBATIM_FAULT_AFTER_FORWARDS=2");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  ASSERT_EQ(r.lines.size(), 2u) << r.err;
+  for (const json& l : r.lines) {
+    ASSERT_TRUE(l.contains("error")) << l.dump();
+    EXPECT_EQ(l["error"]["code"], 500);
+    EXPECT_NE(l["error"]["message"].get<std::string>().find("the engine failed this request: injected device fault"),
+              std::string::npos)
+        << l.dump();
+  }
+}
+
 // Seeded sampling: the same tokens and logprobs alone or batched with the rest; another seed differs.
 TEST(Generate, SeededSamplingIsBatchInvariantAndSeedSensitive) {
   json g = golden("qwen3-tiny-tied");

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <regex>
 #include <set>
 
 #include "server_harness.h"
@@ -410,6 +411,20 @@ TEST(ReliabilityLoad, KvExhaustionWithPreemption) {
   EXPECT_GT(preempted, 0) << "the KV cache was meant to run out";
   EXPECT_EQ(ok, n) << "outputs after preemption differ from the quiet run";
   expect_idle(port, true);
+  // The status lines (one a second while busy) count each interval's preemptions, with the total
+  // beside: the intervals add up to the total, as /metrics has it.
+  const double total = metric(port, "verbatim:num_preemptions_total");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // the last busy interval's line
+  const std::string log = s.log();
+  const std::regex line(R"((\d+) preemptions \((\d+) since start\))");
+  long sum = 0, last_total = -1, lines = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it, ++lines) {
+    sum += std::stol((*it)[1]);
+    last_total = std::stol((*it)[2]);
+  }
+  EXPECT_GT(lines, 0) << log;
+  EXPECT_EQ(double(sum), total) << log;
+  EXPECT_EQ(double(last_total), total) << log;
   expect_clean_exit(s);
 }
 

@@ -734,6 +734,18 @@ TEST_F(ServerApi, UnknownRoutesAndModelsAre404) {
   EXPECT_EQ(get(port(), "/v1/completions").status, 405);
 }
 
+// A `model` that is not a string is a 400 naming it, as vLLM's schema answers; it used to be
+// ignored, so a client's bug ({"model": ["tiny-text"]}) went unseen. null means "not given".
+TEST_F(ServerApi, ANonStringModelIs400) {
+  for (const json& bad : {json(5), json::array({"tiny-text"}), json(true), json::object()}) {
+    auto r = post(port(), "/v1/completions", {{"model", bad}, {"prompt", "x"}, {"max_tokens", 1}});
+    EXPECT_EQ(r.status, 400) << bad.dump() << ": " << r.body;
+    EXPECT_EQ(r.j["error"]["param"], "model") << r.body;
+  }
+  EXPECT_EQ(post(port(), "/v1/completions", {{"model", nullptr}, {"prompt", "x"}, {"max_tokens", 1}}).status, 200);
+  EXPECT_EQ(post(port(), "/v1/completions", {{"model", "tiny-text"}, {"prompt", "x"}, {"max_tokens", 1}}).status, 200);
+}
+
 // --served-model-name with several names, as vLLM's scripts pass it: /v1/models lists each, a
 // request may name any, answers and /metrics carry the first.
 TEST(ServerApiNames, SeveralServedModelNames) {

@@ -163,6 +163,7 @@ struct HttpResult {
   int status = 0;  // 0: no answer (connection refused / reset)
   std::string body;
   json j;          // the parsed body (null when not JSON)
+  httplib::Headers headers;
 };
 
 inline HttpResult to_result(const httplib::Result& r) {
@@ -170,6 +171,7 @@ inline HttpResult to_result(const httplib::Result& r) {
   if (!r) return out;
   out.status = r->status;
   out.body = r->body;
+  out.headers = r->headers;
   out.j = json::parse(out.body, nullptr, false);
   if (out.j.is_discarded()) out.j = nullptr;
   return out;

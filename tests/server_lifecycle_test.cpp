@@ -33,6 +33,8 @@ TEST(ServerLifecycle, StartupLinesAndStatusLine) {
   auto r = post(s.port(), "/v1/completions", long_stream(300));
   ASSERT_EQ(r.status, 200);
   EXPECT_TRUE(wait_for([&] { return s.log().find("status: ") != std::string::npos; }, 5)) << s.log();
+  // Every figure is the interval's, preemptions too (they were the running total), with the total beside.
+  EXPECT_NE(s.log().find(" 0 preemptions (0 since start)"), std::string::npos) << s.log();
 }
 
 // A second server on a port one already listens on fails to start (exit 1, one line), instead of
@@ -293,6 +295,47 @@ TEST(ServerLifecycle, KeepAliveAfterSigtermIsClosedAndTheServerExits) {
   EXPECT_EQ(s.wait_exit(10), 0) << s.log();  // the client has not hung up: the server did
 }
 
+// A device fault (injected: the backend's 4th forward call fails, and every later one) ends the
+// engine: the request it hit gets a 500 naming the fault, /health says 503 with the reason (a
+// client kept alive asks it after the fault), and the process exits 1 so a supervisor restarts
+// it, as vLLM's does. Before, /health stayed 200 and every later request failed, one by one.
+TEST(ServerLifecycle, ADeviceFaultMakesHealth503AndTheServerExitOne) {
+  setenv("VERBATIM_FAULT_AFTER_FORWARDS", "3", 1);
+  ServerProcess s({model()});
+  unsetenv("VERBATIM_FAULT_AFTER_FORWARDS");
+  RawConnection kept(s.port());
+  const std::string health = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  kept.send_raw(health);
+  ASSERT_NE(kept.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos);
+
+  auto before = post(s.port(), "/v1/completions", {{"prompt", {1, 2, 3}}, {"max_tokens", 2}});  // forwards 1-2
+  EXPECT_EQ(before.status, 200) << before.body;  // the control: the same server answered until the fault
+  auto hit = post(s.port(), "/v1/completions", {{"prompt", {4, 5, 6}}, {"max_tokens", 10}});  // 3 good, 4th faults
+  EXPECT_EQ(hit.status, 500) << hit.body;
+  EXPECT_NE(hit.body.find("the engine failed this request: injected device fault"), std::string::npos) << hit.body;
+
+  kept.send_raw(health);
+  const std::string got = kept.read_until("never sent", 1, 10);  // to end of file: the answer is closed
+  EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
+  EXPECT_NE(got.find("the engine failed: injected device fault"), std::string::npos) << got;
+  EXPECT_EQ(s.wait_exit(30), 1) << s.log();
+  EXPECT_NE(s.log().find("error: the engine failed: injected device fault"), std::string::npos) << s.log();
+  EXPECT_NE(s.log().find("exited after the engine failed"), std::string::npos) << s.log();
+}
+
+// The fault hook refuses what is not a count, before anything loads.
+TEST(ServerLifecycle, AFaultHookThatIsNotACountIsRefused) {
+  setenv("VERBATIM_FAULT_AFTER_FORWARDS", "soon", 1);
+  try {
+    ServerProcess s({model()});
+    ADD_FAILURE() << "the server started with VERBATIM_FAULT_AFTER_FORWARDS=soon";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("VERBATIM_FAULT_AFTER_FORWARDS=soon: expected a count"), std::string::npos)
+        << e.what();
+  }
+  unsetenv("VERBATIM_FAULT_AFTER_FORWARDS");
+}
+
 TEST(ServerLifecycle, DisconnectMidStreamAbortsAndFreesBlocks) {
   ServerProcess s({model(), "--no-enable-prefix-caching"});
   int port = s.port();
@@ -333,6 +376,9 @@ TEST(ServerLifecycle, FullQueueIs503) {
   auto refused = post(port, "/v1/completions", {{"prompt", {3, 4}}, {"max_tokens", 2}});
   EXPECT_EQ(refused.status, 503);
   EXPECT_EQ(refused.j["error"]["code"], 503);
+  auto retry = refused.headers.find("Retry-After");  // clients (and proxies) know when to come back
+  ASSERT_NE(retry, refused.headers.end());
+  EXPECT_EQ(retry->second, "1");
   running.close();  // the long request is aborted; the queued one runs
   waiter.join();
   EXPECT_EQ(queued.status, 200) << queued.body;

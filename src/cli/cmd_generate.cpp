@@ -37,7 +37,7 @@ struct GenerateArgs {
 
 struct Line {
   std::optional<server::Job> job;
-  json error;  // set when the line was rejected
+  json error;  // set when the line was rejected, or the engine failed one of its choices
 };
 
 int run_generate(const GenerateArgs& a) {
@@ -96,8 +96,8 @@ int run_generate(const GenerateArgs& a) {
       Line& l = lines[next_out];
       if (l.job && !l.job->all_finished()) return;
       json out;
-      if (l.job) {
-        server::ResponseMeta meta{"cmpl-" + std::to_string(next_out), rt.now(), rt.model_name, rt.fingerprint};
+      if (l.job && l.error.is_null()) {
+        server::ResponseMeta meta{"cmpl-" + std::to_string(next_out), rt.now(), rt.model_name(), rt.fingerprint};
         out = l.job->response(meta);
       } else {
         out = l.error;
@@ -117,6 +117,10 @@ int run_generate(const GenerateArgs& a) {
       if (!l.job) continue;
       auto& ch = l.job->choices()[it->second.second];
       ch.state.apply(u);
+      // A failed request must not pass for a short answer (finish_reason "abort"): the line says
+      // why, as the server's 500 does, and the exit status is 1.
+      if (!u.error.empty() && l.error.is_null())
+        l.error = server::error_json(500, "the engine failed this request: " + u.error);
       if (ch.state.needs_abort()) {  // a stop string ended it: free its KV now
         rt.engine->abort(ch.engine_id);
         ch.state.engine_done();

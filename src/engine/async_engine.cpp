@@ -27,6 +27,16 @@ bool AsyncEngine::accepting() const {
   return accepting_;
 }
 
+std::string AsyncEngine::failure() const {
+  std::lock_guard lk(mu_);
+  return failure_;
+}
+
+void AsyncEngine::on_failure(std::function<void(const std::string&)> handler) {
+  std::lock_guard lk(mu_);
+  on_failure_ = std::move(handler);
+}
+
 uint64_t AsyncEngine::submit(std::vector<int32_t> prompt, const SamplingParams& params, Callback cb) {
   std::vector<NewRequest> one;
   one.push_back({std::move(prompt), params, std::move(cb)});
@@ -44,6 +54,7 @@ std::vector<uint64_t> AsyncEngine::submit_all(std::vector<NewRequest> requests, 
   std::vector<uint64_t> ids;
   ids.reserve(requests.size());
   std::lock_guard lk(mu_);
+  if (!failure_.empty()) throw EngineFailed(failure_);
   if (!accepting_) throw ShuttingDown();
   // Not yet running: the inbox, what the engine thread took from it this round, the engine's queue
   // (exact counts). Free seats take some of them at the next step, unless the last step left
@@ -168,6 +179,18 @@ void AsyncEngine::fail_all(const std::string& why) {
   deliver(rest);
 }
 
+void AsyncEngine::fail_submission(Submission& s, const std::string& why) {
+  RequestUpdate u;
+  u.id = s.id;
+  u.finished = true;
+  u.reason = FinishReason::Abort;
+  u.error = why;
+  try {
+    if (s.cb) s.cb(u);
+  } catch (...) {
+  }
+}
+
 void AsyncEngine::publish() {
   stats_ = engine_->stats();
   in_transit_ = 0;  // now counted in stats_.waiting (or running)
@@ -197,15 +220,7 @@ void AsyncEngine::run() {
         live_.emplace(s.id, Live{eid, std::move(s.cb)});
         public_id_.emplace(eid, s.id);
       } catch (const std::exception& e) {  // validated already; only an engine fault lands here
-        RequestUpdate u;
-        u.id = s.id;
-        u.finished = true;
-        u.reason = FinishReason::Abort;
-        u.error = e.what();
-        try {
-          if (s.cb) s.cb(u);
-        } catch (...) {
-        }
+        fail_submission(s, e.what());
       }
     }
     for (uint64_t id : aborts)
@@ -216,13 +231,20 @@ void AsyncEngine::run() {
     if (!stopping) {
       try {
         if (engine_->has_work()) updates = engine_->step();
-      } catch (const std::exception& e) {
-        failure = std::string("the engine failed: ") + e.what();
+        failure = engine_->failure();  // the step ended every request with it (in updates)
+      } catch (const std::exception& e) {  // a fault outside the backend call: the same end
+        failure = e.what();
+        if (failure.empty()) failure = "the engine step threw an exception with no message";
       }
     }
     // Stats go out before the callbacks, so a client that saw its update sees a queue count that
-    // already includes the step (the QueueFull bound is exact, not stale).
+    // already includes the step (the QueueFull bound is exact, not stale). Likewise the failure: a
+    // client told of the fault finds the engine dead.
     lk.lock();
+    if (!failure.empty()) {
+      failure_ = failure;
+      accepting_ = false;
+    }
     publish();
     if (do_reset) {
       reset_done_ = reset_ticket;
@@ -233,8 +255,19 @@ void AsyncEngine::run() {
     if (stopping) {
       fail_all("");
     } else if (!failure.empty()) {
-      std::fprintf(stderr, "verbatim: %s\n", failure.c_str());
-      fail_all(failure);
+      deliver(updates);    // the failed step's final updates, the fault as their error
+      fail_all(failure);   // anything it did not report (nothing, as the engine is written)
+      lk.lock();
+      std::deque<Submission> late = std::move(inbox_);  // queued before failure_ was set
+      inbox_.clear();
+      std::function<void(const std::string&)> handler = on_failure_;
+      publish();
+      lk.unlock();
+      for (Submission& sub : late) fail_submission(sub, failure);
+      if (handler) handler(failure);
+      else std::fprintf(stderr, "verbatim: the engine failed: %s\n", failure.c_str());
+      lk.lock();
+      break;
     } else {
       deliver(updates);
     }

@@ -44,8 +44,8 @@ class AsyncEngine {
     SamplingParams params;
     Callback cb;
   };
-  // Validates on the calling thread; throws InvalidRequest, QueueFull or ShuttingDown. The returned
-  // id names the request in its updates and in abort().
+  // Validates on the calling thread; throws InvalidRequest, QueueFull, ShuttingDown or EngineFailed.
+  // The returned id names the request in its updates and in abort().
   uint64_t submit(std::vector<int32_t> prompt, const SamplingParams& params, Callback cb);
   // All or nothing: every request is validated and the queue's room checked for all of them before
   // any is queued, so the choices of one HTTP request are refused whole, never run in part. More
@@ -63,6 +63,13 @@ class AsyncEngine {
   void stop();
 
   bool accepting() const;
+  // Empty while healthy; else the fault that ended the engine (engine.h, Engine::failure). Then
+  // every request has had its final update (with the fault as its error), submit throws
+  // EngineFailed and the engine thread has ended; stats() stays readable.
+  std::string failure() const;
+  // Called once, on the engine thread, after a fault ended the engine and every request got its
+  // final update (the server marks itself dead and exits). Set it before the first submit.
+  void on_failure(std::function<void(const std::string&)> handler);
   int max_model_len() const { return max_model_len_; }
   const EngineOptions& options() const { return opts_; }
   const Backend& backend() const { return *backend_; }  // its const queries (names, config) only
@@ -77,6 +84,7 @@ class AsyncEngine {
   void run();
   void deliver(const std::vector<RequestUpdate>& updates);
   void fail_all(const std::string& why);
+  void fail_submission(Submission& s, const std::string& why);  // its one final update
   void join();
   void publish();  // engine stats into stats_ (mu_ held)
 
@@ -99,6 +107,8 @@ class AsyncEngine {
   uint64_t next_id_ = 1;
   uint64_t reset_asked_ = 0, reset_done_ = 0;
   bool accepting_ = true, draining_ = false, stopping_ = false, has_work_ = false, exited_ = false;
+  std::string failure_;
+  std::function<void(const std::string&)> on_failure_;
   EngineStats stats_;
   std::thread thread_;
   std::thread::id thread_id_;

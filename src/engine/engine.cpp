@@ -82,6 +82,7 @@ struct Engine::Impl {
   std::unique_ptr<Scheduler> scheduler;
   std::map<uint64_t, std::unique_ptr<Request>> requests;
   std::vector<RequestUpdate> pending;  // aborts, delivered by the next step()
+  std::string failure;                 // the backend fault that ended the engine (empty: healthy)
   uint64_t next_id = 1;
   uint64_t prompt_tokens = 0, generation_tokens = 0, steps = 0;  // prompt: of prefills done
   bool spec_ngram = false;
@@ -168,7 +169,21 @@ Engine::Engine(std::unique_ptr<Backend> backend, EngineOptions opts) : impl_(std
   m.cfg = backend->config();
   m.max_len = effective_max_model_len(opts, m.cfg);
   m.num_blocks = opts.num_kv_blocks > 0 ? opts.num_kv_blocks : default_kv_blocks(*backend, opts, m.max_len);
-  m.blocks = std::make_unique<BlockManager>(m.num_blocks, opts.block_size, opts.enable_prefix_caching);
+  // Out of memory for the cache (a large --num-kv-blocks) is a sentence naming the size, not
+  // "std::bad_alloc".
+  auto no_room = [&] {
+    const double gib = double(backend->kv_block_bytes(opts.block_size)) * double(m.num_blocks) / double(1ull << 30);
+    char size[32];
+    std::snprintf(size, sizeof size, "%.2f", gib);
+    return Error("cannot allocate a KV cache of " + std::to_string(m.num_blocks) + " blocks of " +
+                 std::to_string(opts.block_size) + " tokens (" + size + " GiB on " + backend->device_name() +
+                 "): out of memory; ask for fewer blocks (--num-kv-blocks)");
+  };
+  try {
+    m.blocks = std::make_unique<BlockManager>(m.num_blocks, opts.block_size, opts.enable_prefix_caching);
+  } catch (const std::bad_alloc&) {
+    throw no_room();
+  }
   m.scheduler = std::make_unique<Scheduler>(SchedulerConfig{opts.max_num_seqs, opts.max_num_batched_tokens}, *m.blocks);
   if (opts.speculative == "ngram") {
     m.spec_ngram = true;
@@ -180,7 +195,11 @@ Engine::Engine(std::unique_ptr<Backend> backend, EngineOptions opts) : impl_(std
   } else if (!opts.speculative.empty() && opts.speculative != "none") {
     throw Error("unknown speculative method '" + opts.speculative + "' (choose one of: none, ngram)");
   }
-  backend->allocate_kv(m.num_blocks, opts.block_size);
+  try {
+    backend->allocate_kv(m.num_blocks, opts.block_size);
+  } catch (const std::bad_alloc&) {
+    throw no_room();
+  }
   m.backend = std::move(backend);
   m.opts = opts;
 }
@@ -238,6 +257,7 @@ void Engine::validate(const std::vector<int32_t>& prompt, const SamplingParams& 
 uint64_t Engine::add(std::vector<int32_t> prompt, const SamplingParams& params) {
   validate(prompt, params);
   Impl& m = *impl_;
+  if (!m.failure.empty()) throw EngineFailed(m.failure);
   if (m.scheduler->num_waiting() >= m.opts.max_waiting) throw QueueFull();
   auto r = std::make_unique<Impl::Request>();
   r->params = params;
@@ -266,6 +286,8 @@ void Engine::abort(uint64_t id) {
   m.pending.push_back(m.update_of(r));
   m.requests.erase(it);
 }
+
+const std::string& Engine::failure() const { return impl_->failure; }
 
 bool Engine::has_work() const { return !impl_->scheduler->empty() || !impl_->pending.empty(); }
 
@@ -345,16 +367,20 @@ std::vector<RequestUpdate> Engine::step() {
     if (results.size() != specs.size()) throw Error("the backend returned " + std::to_string(results.size()) +
                                                     " results for " + std::to_string(specs.size()) + " rows");
   } catch (const std::exception& e) {
-    // The step's K/V is not trustworthy: fail the requests it carried; the others carry on.
-    for (Impl::Request* r : reqs) {
+    // A device fault (an illegal address, an ECC error) is sticky: every later launch fails too,
+    // and K/V written before it may be wrong. So the engine ends every request, running or
+    // waiting, with the fault, and refuses new ones: a server must say it is dead, not answer
+    // each request with an error (or worse, with tokens from a corrupt cache).
+    m.failure = e.what();
+    if (m.failure.empty()) m.failure = "the backend threw an exception with no message";
+    for (auto& [id, r] : m.requests) {
       m.scheduler->remove(&r->seq);
       r->finished = FinishReason::Abort;
       RequestUpdate u = m.update_of(*r);
-      u.error = std::string("the engine failed this request: ") + e.what();
+      u.error = m.failure;
       updates.push_back(std::move(u));
-      const uint64_t id = r->seq.id;
-      m.requests.erase(id);
     }
+    m.requests.clear();
     return updates;
   }
   ++m.steps;

@@ -67,6 +67,13 @@ class QueueFull : public std::runtime_error {
   QueueFull() : std::runtime_error("the server's request queue is full; retry later") {}
 };
 
+// add() after a step failed in the backend (a device fault): the engine is dead for good.
+class EngineFailed : public std::runtime_error {
+ public:
+  explicit EngineFailed(const std::string& reason)
+      : std::runtime_error("the engine failed and takes no new requests: " + reason) {}
+};
+
 struct RequestUpdate {
   uint64_t id = 0;
   std::vector<TokenLogprob> tokens;           // new tokens since the last update
@@ -75,7 +82,7 @@ struct RequestUpdate {
   FinishReason reason = FinishReason::None;
   int num_prompt_tokens = 0;
   int num_cached_tokens = 0;                  // prompt tokens served from the prefix cache
-  std::string error;                          // set when the engine failed it (reason Abort)
+  std::string error;                          // the fault, when the engine failed it (reason Abort)
 };
 
 struct EngineStats {
@@ -98,13 +105,17 @@ class Engine {
   Engine(std::unique_ptr<Backend> backend, EngineOptions opts);
   ~Engine();
   // Validates and queues a request; returns its id. Throws InvalidRequest (bad prompt or params,
-  // prompt + max_tokens beyond max_model_len) or QueueFull.
+  // prompt + max_tokens beyond max_model_len), QueueFull or EngineFailed.
   uint64_t add(std::vector<int32_t> prompt, const SamplingParams& params);
   // The checks add() makes, without queueing. Reads only immutable state: safe from any thread.
   void validate(const std::vector<int32_t>& prompt, const SamplingParams& params) const;
   int max_model_len() const;         // the effective limit (options, else the model's)
   void abort(uint64_t id);           // frees its blocks; its final update has reason Abort
   std::vector<RequestUpdate> step(); // one scheduling step; empty when idle
+  // Empty while healthy. Once a step's backend call threw (a device fault leaves the device and the
+  // K/V cache untrustworthy), the fault: that step ended every request with it as the error, and
+  // add() throws EngineFailed from then on.
+  const std::string& failure() const;
   bool has_work() const;
   EngineStats stats() const;
   void reset_prefix_cache();

@@ -1,10 +1,12 @@
 #include "server/backend_factory.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
 #include "engine/cpu_backend.h"
+#include "engine/fault_backend.h"
 #include "model/config.h"
 #ifdef VERBATIM_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.h"
@@ -61,8 +63,22 @@ void validate_backend_options(const DeviceSpec& d, const BackendOptions& options
                 ": needs --device cuda (the CPU backend runs on one device)");
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& model_dir, DType dtype,
-                                      BackendOptions options) {
+namespace {
+
+// VERBATIM_FAULT_AFTER_FORWARDS=N (tests only): the backend's forward calls fail after N good ones.
+std::unique_ptr<Backend> with_injected_fault(std::unique_ptr<Backend> b) {
+  const char* env = std::getenv("VERBATIM_FAULT_AFTER_FORWARDS");
+  if (!env || !*env) return b;
+  const std::string v = env;
+  if (v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
+    throw Error("VERBATIM_FAULT_AFTER_FORWARDS=" + v + ": expected a count of forward calls (0 to 999999999)");
+  std::fprintf(stderr, "verbatim: VERBATIM_FAULT_AFTER_FORWARDS=%s: forward calls fail after %s (a test's fault)\n",
+               v.c_str(), v.c_str());
+  return std::make_unique<FaultBackend>(std::move(b), std::stoll(v));
+}
+
+std::unique_ptr<Backend> make_device_backend(const std::string& device, const std::string& model_dir, DType dtype,
+                                             BackendOptions options) {
   DeviceSpec d = parse_device(device);
   validate_backend_options(d, options);
   if (d.kind == "cpu") return make_cpu_backend(model_dir, dtype);
@@ -78,6 +94,13 @@ std::unique_ptr<Backend> make_backend(const std::string& device, const std::stri
   }
 #endif
   throw Error("--device " + device + ": no backend for this device in this build");
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& model_dir, DType dtype,
+                                      BackendOptions options) {
+  return with_injected_fault(make_device_backend(device, model_dir, dtype, options));
 }
 
 }  // namespace verbatim::server

@@ -24,11 +24,19 @@ namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(100);  // how often a silent client is checked
 
-// Updates handed from the engine thread to the HTTP thread.
+// An update handed from the engine thread to the HTTP thread, stamped when the engine made it:
+// latencies are timed there, as vLLM V1 times them in its engine core, so updates a busy HTTP
+// thread picks up together do not record ~0 s between their tokens (and skew the histogram low).
+struct Delivered {
+  size_t choice;
+  RequestUpdate update;
+  Clock::time_point at;
+};
+
 struct Mailbox {
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::pair<size_t, RequestUpdate>> updates;  // (choice, update)
+  std::deque<Delivered> updates;
 };
 
 class GenerationRun {
@@ -51,8 +59,9 @@ class GenerationRun {
     for (size_t i = 0; i < choices.size(); ++i) {
       auto box = mailbox_;
       auto cb = [box, i](const RequestUpdate& u) {
+        const Clock::time_point at = Clock::now();
         std::lock_guard l(box->mu);
-        box->updates.emplace_back(i, u);
+        box->updates.push_back({i, u, at});
         box->cv.notify_one();
       };
       all.push_back({job_.prompts()[choices[i].prompt].ids, job_.params(choices[i]), cb});
@@ -65,7 +74,7 @@ class GenerationRun {
   enum class Pump { Progress, Idle, Gone };
   // Waits up to kPollInterval for updates and applies them; SSE events go to `sse` when given.
   Pump pump(std::vector<std::string>* sse) {
-    std::deque<std::pair<size_t, RequestUpdate>> batch;
+    std::deque<Delivered> batch;
     {
       std::unique_lock l(mailbox_->mu);
       mailbox_->cv.wait_for(l, kPollInterval, [&] { return !mailbox_->updates.empty(); });
@@ -73,7 +82,7 @@ class GenerationRun {
     }
     if (watch_.gone()) return Pump::Gone;
     if (batch.empty()) return Pump::Idle;
-    for (auto& [i, u] : batch) apply(i, u, sse);
+    for (const Delivered& d : batch) apply(d.choice, d.update, d.at, sse);
     return Pump::Progress;
   }
 
@@ -97,12 +106,11 @@ class GenerationRun {
   }
 
  private:
-  void apply(size_t i, const RequestUpdate& u, std::vector<std::string>* sse) {
+  void apply(size_t i, const RequestUpdate& u, Clock::time_point now, std::vector<std::string>* sse) {
     auto& c = job_.choices()[i];
     if (!u.error.empty() && error_.empty()) error_ = u.error;
     bool was_finished = c.state.finished();
     ChoiceState::Delta d = c.state.apply(u);
-    auto now = Clock::now();
     if (d.num_tokens > 0) {
       std::chrono::duration<double> since = now - (last_token_[i] ? *last_token_[i] : arrival_);
       if (!last_token_[i]) st_.metrics->observe_ttft(since.count());
@@ -172,17 +180,11 @@ void handle_generation(ServerState& st, const httplib::Request& req, httplib::Re
   st.check_model(body);
   Job job = chat ? Job::chat(parse_chat_request(body, rt.defaults), rt.limits)
                  : Job::completion(parse_completion_request(body, rt.defaults), rt.limits);
-  ResponseMeta meta{st.new_id(chat ? "chatcmpl-" : "cmpl-"), Runtime::now(), rt.model_name, rt.fingerprint};
+  ResponseMeta meta{st.new_id(chat ? "chatcmpl-" : "cmpl-"), Runtime::now(), rt.model_name(), rt.fingerprint};
   auto run = std::make_shared<GenerationRun>(st, std::move(job), meta,
                                              PeerWatch(req.local_addr, req.local_port, req.remote_addr, req.remote_port),
                                              arrival);
-  try {
-    run->submit();
-  } catch (const QueueFull& e) {
-    throw HttpError(503, e.what());
-  } catch (const ShuttingDown& e) {
-    throw HttpError(503, e.what());
-  }
+  run->submit();  // QueueFull, ShuttingDown, EngineFailed: 503s (server.cpp, guarded)
 
   if (!run->job().request().stream) {
     while (!run->done()) {
@@ -219,8 +221,11 @@ void handle_generation(ServerState& st, const httplib::Request& req, httplib::Re
         if (run->done()) {
           access_note(access_note_of(*run, false));
           std::string tail;
-          if (!run->error().empty())
-            tail += GenerationRun::event(error_json(500, "the engine failed this request: " + run->error()));
+          if (!run->error().empty()) {
+            const std::string message = "the engine failed this request: " + run->error();
+            tail += GenerationRun::event(error_json(500, message));
+            access_note_error(message);  // the access line shows it beside the 200 sent first
+          }
           if (run->job().request().include_usage)
             tail += GenerationRun::event(usage_chunk(run->meta(), run->job().chunk_object(), run->job().usage()));
           tail += "data: [DONE]\n\n";

@@ -33,7 +33,7 @@ json version_json(ServerState& st) {
     json parts = json::object();
     for (const auto& [k, v] : rt.fingerprint_parts.parts) parts[k] = v;
     j["fingerprint_parts"] = parts;
-    j["model"] = rt.model_name;
+    j["model"] = rt.model_name();
   }
   return j;
 }

@@ -17,7 +17,6 @@ Runtime Runtime::load(const RuntimeOptions& o) {
   for (const std::string& n : o.served_model_names)
     if (std::find(rt.model_names.begin(), rt.model_names.end(), n) == rt.model_names.end()) rt.model_names.push_back(n);
   if (rt.model_names.empty()) rt.model_names.push_back(o.model_dir.empty() ? std::string("verbatim-default") : o.model_dir);
-  rt.model_name = rt.model_names[0];
   rt.device = o.device;
   rt.dtype = resolve_dtype(o.dtype, rt.model_dir);
   if (Tokenizer::exists(rt.model_dir)) rt.tokenizer = Tokenizer::load(rt.model_dir);
@@ -48,8 +47,8 @@ Runtime Runtime::load(const RuntimeOptions& o) {
 }
 
 std::string Runtime::describe() const {
-  std::string s = "model " + model_name;
-  if (model_name != model_dir) s += " (" + model_dir + ")";
+  std::string s = "model " + model_name();
+  if (model_name() != model_dir) s += " (" + model_dir + ")";
   s += ", dtype " + std::string(dtype_name(dtype)) + ", device " + device;
   s += ", KV capacity " + std::to_string(kv_blocks) + " blocks x " + std::to_string(engine_options.block_size) +
        " = " + std::to_string(int64_t(kv_blocks) * engine_options.block_size) + " tokens";

@@ -33,8 +33,8 @@ struct RuntimeOptions {
 
 struct Runtime {
   std::string model_dir;
-  std::string model_name;               // the name answers carry: model_names[0]
-  std::vector<std::string> model_names;  // every name a request may give
+  std::vector<std::string> model_names;  // every name a request may give (never empty once loaded)
+  const std::string& model_name() const { return model_names.front(); }  // the name answers carry
   std::string device;
   DType dtype = DType::F32;
   std::unique_ptr<Tokenizer> tokenizer;

@@ -94,7 +94,10 @@ httplib::Server::Handler guarded(ServerState& st, F f) {
       return;
     }
     if (st.draining) {  // a request on a connection kept alive past SIGTERM: answered, then closed
-      send_error(st, res, 503, "the server is shutting down and takes no new requests");
+      const std::string failure = st.rt->async_engine->failure();  // ready: drains follow the load
+      send_error(st, res, 503,
+                 failure.empty() ? "the server is shutting down and takes no new requests"
+                                 : "the engine failed: " + failure + "; this server is exiting");
       close_after_answer(res);
       return;
     }
@@ -106,8 +109,11 @@ httplib::Server::Handler guarded(ServerState& st, F f) {
       send_error(st, res, e.status, e.what(), e.param);
     } catch (const QueueFull& e) {
       send_error(st, res, 503, e.what());
+      res.set_header("Retry-After", "1");  // a full queue drains in steps of milliseconds
     } catch (const ShuttingDown& e) {
       send_error(st, res, 503, e.what());
+    } catch (const EngineFailed& e) {
+      send_error(st, res, 503, std::string(e.what()) + "; this server is exiting");
     } catch (const std::exception& e) {
       log_line(std::string("internal error on ") + req.method + " " + req.path + ": " + e.what());
       send_error(st, res, 500, std::string("internal error: ") + e.what());
@@ -172,6 +178,9 @@ void register_routes(HttpServer& svr, ServerState& st) {
   };
   svr.Get("/health", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
     if (!st.ready) throw HttpError(503, "the model is still loading");
+    // A dead engine answers 503 (for a load balancer), as vLLM's does, until the process has exited.
+    if (std::string f = st.rt->async_engine->failure(); !f.empty())
+      throw HttpError(503, "the engine failed: " + f + "; this server is exiting");
     res.status = 200;
   }));
   svr.Get("/version", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
@@ -309,7 +318,9 @@ void register_routes(HttpServer& svr, ServerState& st) {
       r.ms = t.ms;
       r.generation = std::move(t.generation);
       r.request_id = sanitize_request_id(req.get_header_value("X-Request-Id"));
+      // A stream's status is sent before its end: an error event after it is noted instead.
       if (res.status >= 400) r.error = t.error.empty() ? error_message_of(res.body) : std::move(t.error);
+      else r.error = std::move(t.error);
       log_line(access_line(r));
     });
 }
@@ -347,10 +358,11 @@ class StatusReporter {
         char buf[512];
         std::snprintf(buf, sizeof buf,
                       "status: %d running, %d waiting, KV %.1f%% used, prefix cache hit rate %.1f%%, "
-                      "prompt %.1f tok/s, generation %.1f tok/s, %llu preemptions",
+                      "prompt %.1f tok/s, generation %.1f tok/s, %llu preemptions (%llu since start)",
                       s.running, s.waiting, s.kv_blocks_total ? 100.0 * s.kv_blocks_used / s.kv_blocks_total : 0.0,
                       q ? 100.0 * double(h) / double(q) : 0.0, double(s.prompt_tokens - last.prompt_tokens) / dt,
                       double(s.generation_tokens - last.generation_tokens) / dt,
+                      static_cast<unsigned long long>(s.preemptions - last.preemptions),  // this interval's, as the rates
                       static_cast<unsigned long long>(s.preemptions));
         log_line(buf);
       }
@@ -382,7 +394,8 @@ std::string ServerState::new_id(const char* prefix) {
 
 void ServerState::check_model(const request_json& body) const {
   auto it = body.find("model");
-  if (it == body.end() || !it->is_string()) return;
+  if (it == body.end() || it->is_null()) return;
+  if (!it->is_string()) throw InvalidRequest("'model' must be a string (the served model's name)", "model");
   const std::string& m = it->get_ref<const std::string&>();
   const std::vector<std::string>& names = runtime().model_names;
   if (!m.empty() && std::find(names.begin(), names.end(), m) == names.end())
@@ -457,7 +470,7 @@ int serve(const ServeOptions& o) {
   std::thread loader([&] {
     try {
       st.rt = std::make_unique<Runtime>(Runtime::load(st.opts.runtime));
-      st.metrics = std::make_unique<Metrics>(st.rt->model_name);
+      st.metrics = std::make_unique<Metrics>(st.rt->model_name());
       log_line(st.rt->describe());
       if (std::string w = st.rt->capacity_warning(); !w.empty()) log_line(w);
       if (!st.rt->defaults.from_model.empty()) {
@@ -466,6 +479,17 @@ int serve(const ServeOptions& o) {
         log_line("sampling defaults from the model's generation_config.json: " + f +
                  " (--generation-config vllm ignores them)");
       }
+      // A device fault ends the engine for good (engine.h, Engine::failure): the process exits 1
+      // once the failed requests are answered, so a supervisor restarts it (vLLM's rule too).
+      st.rt->async_engine->on_failure([&st](const std::string& why) {
+        {
+          std::lock_guard lk(st.failure_mu);
+          st.engine_failure = why;
+        }
+        // Draining already (SIGTERM came first): that path ends the process; a second signal
+        // would cut the failed requests' answers off.
+        if (!st.draining) kill(getpid(), SIGTERM);  // wakes the sigwait below
+      });
       st.ready = true;
       log_line("ready at " + url + " (OpenAI API under " + url + "/v1)");
       loader_done = true;
@@ -494,11 +518,21 @@ int serve(const ServeOptions& o) {
     http.join();
     return 1;
   }
+  std::string engine_failure;
+  {
+    std::lock_guard lk(st.failure_mu);
+    engine_failure = st.engine_failure;
+  }
   st.draining = true;
   svr.stop_accepting();  // before the log line: whoever reads it must find the port closed
-  log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
-           ": no new connections; finishing " + std::to_string(st.in_flight.load()) +
-           " in-flight request(s) (a second signal exits at once)");
+  if (!engine_failure.empty())
+    log_line("error: the engine failed: " + engine_failure + "; every request in flight was failed with it" +
+             "; no new connections; answering " + std::to_string(st.in_flight.load()) +
+             " in-flight request(s), then exiting with status 1 (restart the server)");
+  else
+    log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+             ": no new connections; finishing " + std::to_string(st.in_flight.load()) +
+             " in-flight request(s) (a second signal exits at once)");
   std::thread([sigs] {
     int again = 0;
     sigwait(&sigs, &again);
@@ -507,6 +541,11 @@ int serve(const ServeOptions& o) {
   }).detach();
   http.join();  // every worker finished its connection
   st.rt->async_engine->drain_and_stop();
+  if (engine_failure.empty()) engine_failure = st.rt->async_engine->failure();  // failed while draining
+  if (!engine_failure.empty()) {
+    log_line("exited after the engine failed");
+    return 1;
+  }
   log_line("stopped cleanly");
   return 0;
 }

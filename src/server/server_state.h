@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -32,6 +33,8 @@ struct ServerState {
   std::unique_ptr<Runtime> rt;          // set once loading finished
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};    // SIGTERM came: every new request gets 503 and Connection: close
+  std::mutex failure_mu;
+  std::string engine_failure;           // set (then SIGTERM raised) when a fault ended the engine
   std::unique_ptr<Metrics> metrics;
   std::atomic<uint64_t> next_request{0};
   std::atomic<int> in_flight{0};        // generation requests being answered
