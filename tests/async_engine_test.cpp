@@ -206,7 +206,9 @@ TEST(AsyncEngine, ADeviceFaultEndsTheEngineAndRunsTheHandlerOnce) {
   Collector c;
   SamplingParams p = params_for(0);
   p.max_tokens = 50;
-  for (int r = 0; r < 5; ++r) ae.submit(prompt_for(r), p, c.callback());  // 2 run, 3 wait
+  std::vector<AsyncEngine::NewRequest> five;  // queued at once: none can meet the failed engine
+  for (int r = 0; r < 5; ++r) five.push_back({prompt_for(r), p, c.callback()});
+  ae.submit_all(std::move(five));  // 2 run, 3 wait
   ASSERT_TRUE(c.wait_finished(5));
   {
     std::lock_guard lk(c.mu);

@@ -414,14 +414,18 @@ TEST(ReliabilityLoad, KvExhaustionWithPreemption) {
   // The status lines (one a second while busy) count each interval's preemptions, with the total
   // beside: the intervals add up to the total, as /metrics has it.
   const double total = metric(port, "verbatim:num_preemptions_total");
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // the last busy interval's line
-  const std::string log = s.log();
   const std::regex line(R"((\d+) preemptions \((\d+) since start\))");
+  std::string log;
   long sum = 0, last_total = -1, lines = 0;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it, ++lines) {
-    sum += std::stol((*it)[1]);
-    last_total = std::stol((*it)[2]);
-  }
+  wait_until([&] {  // until the last busy interval's line is out
+    log = s.log();
+    sum = 0, last_total = -1, lines = 0;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it, ++lines) {
+      sum += std::stol((*it)[1]);
+      last_total = std::stol((*it)[2]);
+    }
+    return double(last_total) == total;
+  }, 10);
   EXPECT_GT(lines, 0) << log;
   EXPECT_EQ(double(sum), total) << log;
   EXPECT_EQ(double(last_total), total) << log;

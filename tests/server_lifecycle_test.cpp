@@ -295,32 +295,75 @@ TEST(ServerLifecycle, KeepAliveAfterSigtermIsClosedAndTheServerExits) {
   EXPECT_EQ(s.wait_exit(10), 0) << s.log();  // the client has not hung up: the server did
 }
 
-// A device fault (injected: the backend's 4th forward call fails, and every later one) ends the
-// engine: the request it hit gets a 500 naming the fault, /health says 503 with the reason (a
-// client kept alive asks it after the fault), and the process exits 1 so a supervisor restarts
-// it, as vLLM's does. Before, /health stayed 200 and every later request failed, one by one.
+// A device fault (injected: the backend's 101st forward call fails, and every later one) ends the
+// engine. Both requests it held fail: the stream with an error event (and the access line names
+// it), the plain request with a 500 naming the fault. /health says 503 with the reason (a client
+// kept alive asks it after the fault), and the process exits 1 so a supervisor restarts it, as
+// vLLM's does. Before, /health stayed 200 and every later request failed, one by one. The text
+// model takes ~8 ms a token here, so both requests run long before the fault.
 TEST(ServerLifecycle, ADeviceFaultMakesHealth503AndTheServerExitOne) {
-  setenv("VERBATIM_FAULT_AFTER_FORWARDS", "3", 1);
-  ServerProcess s({model()});
+  setenv("VERBATIM_FAULT_AFTER_FORWARDS", "100", 1);
+  ServerProcess s({text_model_dir()});
   unsetenv("VERBATIM_FAULT_AFTER_FORWARDS");
-  RawConnection kept(s.port());
+  const int port = s.port();
+  SseResult streamed;
+  HttpResult plain;
+  std::thread a([&] { streamed = post_stream(port, "/v1/completions", long_stream(1000)); });
+  std::thread b([&] {
+    plain = post(port, "/v1/completions", {{"prompt", {9, 10, 11}}, {"max_tokens", 1000}, {"ignore_eos", true}});
+  });
+  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 2; }, 30)) << s.log();
+  RawConnection kept(port);
   const std::string health = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   kept.send_raw(health);
-  ASSERT_NE(kept.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos);
+  ASSERT_NE(kept.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos) << "before the fault";
+  a.join();
+  b.join();
 
-  auto before = post(s.port(), "/v1/completions", {{"prompt", {1, 2, 3}}, {"max_tokens", 2}});  // forwards 1-2
-  EXPECT_EQ(before.status, 200) << before.body;  // the control: the same server answered until the fault
-  auto hit = post(s.port(), "/v1/completions", {{"prompt", {4, 5, 6}}, {"max_tokens", 10}});  // 3 good, 4th faults
-  EXPECT_EQ(hit.status, 500) << hit.body;
-  EXPECT_NE(hit.body.find("the engine failed this request: injected device fault"), std::string::npos) << hit.body;
+  EXPECT_EQ(plain.status, 500) << plain.body;
+  EXPECT_NE(plain.body.find("the engine failed this request: injected device fault"), std::string::npos) << plain.body;
+  EXPECT_EQ(streamed.status, 200);
+  EXPECT_TRUE(streamed.done);
+  ASSERT_FALSE(streamed.events.empty());
+  const json& last = streamed.events.back();
+  ASSERT_TRUE(last.contains("error")) << last.dump();
+  EXPECT_NE(last["error"]["message"].get<std::string>().find("injected device fault"), std::string::npos);
+  EXPECT_GT(streamed.events.size(), 2u) << "tokens streamed before the fault";
 
   kept.send_raw(health);
-  const std::string got = kept.read_until("never sent", 1, 10);  // to end of file: the answer is closed
+  const std::string got = kept.read_until("injected device fault", 2, 10);
   EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
   EXPECT_NE(got.find("the engine failed: injected device fault"), std::string::npos) << got;
   EXPECT_EQ(s.wait_exit(30), 1) << s.log();
-  EXPECT_NE(s.log().find("error: the engine failed: injected device fault"), std::string::npos) << s.log();
-  EXPECT_NE(s.log().find("exited after the engine failed"), std::string::npos) << s.log();
+  const std::string log = s.log();
+  EXPECT_NE(log.find("error: the engine failed: injected device fault"), std::string::npos) << log;
+  EXPECT_NE(log.find("exited after the engine failed"), std::string::npos) << log;
+  EXPECT_EQ(log.find("received a second signal"), std::string::npos) << log;
+  EXPECT_NE(log.find("stream prompt 8 completion"), std::string::npos) << log;
+  EXPECT_NE(log.find("finish abort error \"the engine failed this request: injected device fault"), std::string::npos)
+      << "the stream's access line names its error event\n" << log;
+}
+
+// SIGTERM first, then a fault while draining: the answers still go out (the engine's wake-up is
+// not taken for an operator's second signal), the failure is logged, and the exit status is 1.
+TEST(ServerLifecycle, AFaultWhileDrainingIsLoggedAndExitsOne) {
+  setenv("VERBATIM_FAULT_AFTER_FORWARDS", "100", 1);
+  ServerProcess s({text_model_dir()});
+  unsetenv("VERBATIM_FAULT_AFTER_FORWARDS");
+  const int port = s.port();
+  SseResult streamed;
+  std::thread a([&] { streamed = post_stream(port, "/v1/completions", long_stream(1000)); });
+  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 30)) << s.log();
+  ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+  a.join();
+  EXPECT_TRUE(streamed.done) << "the stream's end must still be sent";
+  ASSERT_FALSE(streamed.events.empty());
+  EXPECT_TRUE(streamed.events.back().contains("error")) << streamed.events.back().dump();
+  EXPECT_EQ(s.wait_exit(30), 1) << s.log();
+  const std::string log = s.log();
+  EXPECT_NE(log.find("received SIGTERM"), std::string::npos) << log;
+  EXPECT_NE(log.find("error: the engine failed while draining: injected device fault"), std::string::npos) << log;
+  EXPECT_EQ(log.find("received a second signal"), std::string::npos) << log;
 }
 
 // The fault hook refuses what is not a count, before anything loads.

@@ -66,15 +66,16 @@ void validate_backend_options(const DeviceSpec& d, const BackendOptions& options
 namespace {
 
 // VERBATIM_FAULT_AFTER_FORWARDS=N (tests only): the backend's forward calls fail after N good ones.
-std::unique_ptr<Backend> with_injected_fault(std::unique_ptr<Backend> b) {
+// Read before anything loads; -1: unset.
+int64_t injected_fault_after() {
   const char* env = std::getenv("VERBATIM_FAULT_AFTER_FORWARDS");
-  if (!env || !*env) return b;
+  if (!env || !*env) return -1;
   const std::string v = env;
   if (v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
     throw Error("VERBATIM_FAULT_AFTER_FORWARDS=" + v + ": expected a count of forward calls (0 to 999999999)");
   std::fprintf(stderr, "verbatim: VERBATIM_FAULT_AFTER_FORWARDS=%s: forward calls fail after %s (a test's fault)\n",
                v.c_str(), v.c_str());
-  return std::make_unique<FaultBackend>(std::move(b), std::stoll(v));
+  return std::stoll(v);
 }
 
 std::unique_ptr<Backend> make_device_backend(const std::string& device, const std::string& model_dir, DType dtype,
@@ -100,7 +101,10 @@ std::unique_ptr<Backend> make_device_backend(const std::string& device, const st
 
 std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& model_dir, DType dtype,
                                       BackendOptions options) {
-  return with_injected_fault(make_device_backend(device, model_dir, dtype, options));
+  const int64_t fault_after = injected_fault_after();
+  std::unique_ptr<Backend> b = make_device_backend(device, model_dir, dtype, options);
+  if (fault_after < 0) return b;
+  return std::make_unique<FaultBackend>(std::move(b), fault_after);
 }
 
 }  // namespace verbatim::server

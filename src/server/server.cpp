@@ -413,11 +413,15 @@ void send_error(ServerState& st, httplib::Response& res, int status, const std::
 }
 
 int serve(const ServeOptions& o) {
-  // Signals go to the main thread's sigwait only: block them before any thread starts.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
+  // Signals go to the main thread's sigwait only: block them before any thread starts. SIGTERM and
+  // SIGINT are an operator's; SIGUSR1 is the engine's own, raised when a fault ended it (a separate
+  // signal, so it is never taken for an operator's second one).
+  sigset_t operator_sigs;
+  sigemptyset(&operator_sigs);
+  sigaddset(&operator_sigs, SIGTERM);
+  sigaddset(&operator_sigs, SIGINT);
+  sigset_t sigs = operator_sigs;
+  sigaddset(&sigs, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that hung up must cost a failed write, not the process
 
@@ -486,9 +490,7 @@ int serve(const ServeOptions& o) {
           std::lock_guard lk(st.failure_mu);
           st.engine_failure = why;
         }
-        // Draining already (SIGTERM came first): that path ends the process; a second signal
-        // would cut the failed requests' answers off.
-        if (!st.draining) kill(getpid(), SIGTERM);  // wakes the sigwait below
+        kill(getpid(), SIGUSR1);  // wakes the sigwait below (pending and ignored if it drains already)
       });
       st.ready = true;
       log_line("ready at " + url + " (OpenAI API under " + url + "/v1)");
@@ -502,7 +504,12 @@ int serve(const ServeOptions& o) {
 
   StatusReporter reporter(st, o.status_interval_s);
   int sig = 0;
-  sigwait(&sigs, &sig);
+  for (;;) {
+    sigwait(&sigs, &sig);
+    if (sig != SIGUSR1) break;
+    std::lock_guard lk(st.failure_mu);
+    if (!st.engine_failure.empty()) break;  // else a SIGUSR1 from outside: ignored
+  }
   // A signal while the model loads: nothing can be in flight (every model route answers 503 until
   // ready), so the process exits now instead of after a load that takes minutes on a real
   // checkpoint (during which a second signal was not even read).
@@ -514,34 +521,40 @@ int serve(const ServeOptions& o) {
   loader.join();
   if (!load_error.empty()) {
     log_line("error: " + load_error);
-    svr.stop();
+    // Not svr.stop(): it does nothing before the accept loop has started (httplib 0.11 checks its
+    // is_running flag), and a load that fails at once (a bad option) can beat that thread there,
+    // which then listened for ever. A shut-down socket ends the loop whenever it starts.
+    svr.stop_accepting();
     http.join();
     return 1;
   }
   std::string engine_failure;
-  {
+  if (sig == SIGUSR1) {
     std::lock_guard lk(st.failure_mu);
     engine_failure = st.engine_failure;
   }
   st.draining = true;
   svr.stop_accepting();  // before the log line: whoever reads it must find the port closed
   if (!engine_failure.empty())
-    log_line("error: the engine failed: " + engine_failure + "; every request in flight was failed with it" +
-             "; no new connections; answering " + std::to_string(st.in_flight.load()) +
-             " in-flight request(s), then exiting with status 1 (restart the server)");
+    log_line("error: the engine failed: " + engine_failure +
+             "; every request it held was failed with it; no new connections; answering what is in flight, "
+             "then exiting with status 1 (restart the server)");
   else
     log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
              ": no new connections; finishing " + std::to_string(st.in_flight.load()) +
              " in-flight request(s) (a second signal exits at once)");
-  std::thread([sigs] {
+  std::thread([operator_sigs] {
     int again = 0;
-    sigwait(&sigs, &again);
+    sigwait(&operator_sigs, &again);
     log_line("received a second signal: exiting now, in-flight requests are cut off");
     std::_Exit(1);
   }).detach();
   http.join();  // every worker finished its connection
   st.rt->async_engine->drain_and_stop();
-  if (engine_failure.empty()) engine_failure = st.rt->async_engine->failure();  // failed while draining
+  if (engine_failure.empty()) {  // it may have failed while draining
+    engine_failure = st.rt->async_engine->failure();
+    if (!engine_failure.empty()) log_line("error: the engine failed while draining: " + engine_failure);
+  }
   if (!engine_failure.empty()) {
     log_line("exited after the engine failed");
     return 1;
