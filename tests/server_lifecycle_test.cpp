@@ -37,6 +37,21 @@ TEST(ServerLifecycle, StartupLinesAndStatusLine) {
   EXPECT_NE(s.log().find(" 0 preemptions (0 since start)"), std::string::npos) << s.log();
 }
 
+// The vLLM options its launch scripts carry and that have no work here are accepted, each said at
+// startup; --disable-log-stats turns the status lines off (it wins over --status-interval).
+TEST(ServerLifecycle, VllmScriptFlagsAreAcceptedAndSaid) {
+  ServerProcess s({model(), "--disable-log-requests", "--disable-log-stats", "--enable-chunked-prefill",
+                   "--trust-remote-code"});
+  auto r = post(s.port(), "/v1/completions", long_stream(300));
+  ASSERT_EQ(r.status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a status line would be out by now
+  const std::string log = s.log();
+  for (const char* want : {"--disable-log-requests: no effect", "--disable-log-stats: no status lines",
+                           "--enable-chunked-prefill: no effect", "--trust-remote-code: no effect"})
+    EXPECT_NE(log.find(want), std::string::npos) << want << "\n" << log;
+  EXPECT_EQ(log.find("status: "), std::string::npos) << log;  // StartupLinesAndStatusLine shows one without it
+}
+
 // A second server on a port one already listens on fails to start (exit 1, one line), instead of
 // binding beside it through SO_REUSEPORT and taking half of its connections.
 TEST(ServerLifecycle, APortInUseIsRefused) {

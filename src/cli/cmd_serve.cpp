@@ -80,7 +80,31 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
       ->capture_default_str();
   sub->add_option("--ngram-min", e.ngram_min, "Shortest n-gram looked up for drafts")->check(at_least(1, 64))->capture_default_str();
   sub->add_option("--ngram-max", e.ngram_max, "Longest n-gram looked up for drafts")->check(at_least(1, 64))->capture_default_str();
-  return [o, positional_dir] {
+  // vLLM options its launch scripts carry that have no work to do here: accepted (each logged at
+  // startup), so a script runs unchanged. --disable-log-stats does what it says.
+  struct VllmFlags {
+    bool disable_log_requests = false, disable_log_stats = false, enable_chunked_prefill = false,
+         trust_remote_code = false;
+  };
+  auto vllm = std::make_shared<VllmFlags>();
+  sub->add_flag("--disable-log-requests", vllm->disable_log_requests,
+                "vLLM's; no effect here (verbatim never logs prompts; the access log: --disable-access-log)");
+  sub->add_flag("--disable-log-stats", vllm->disable_log_stats, "vLLM's: no status lines (as --status-interval 0)");
+  sub->add_flag("--enable-chunked-prefill", vllm->enable_chunked_prefill,
+                "vLLM's; no effect here (prefill is always chunked by --max-num-batched-tokens)");
+  sub->add_flag("--trust-remote-code", vllm->trust_remote_code,
+                "vLLM's; no effect here (verbatim runs no code from a model folder)");
+  return [o, positional_dir, vllm] {
+    if (vllm->disable_log_requests)
+      o->notes.push_back("--disable-log-requests: no effect (verbatim never logs prompts; --disable-access-log drops the access lines)");
+    if (vllm->disable_log_stats) {
+      o->status_interval_s = 0;
+      o->notes.push_back("--disable-log-stats: no status lines");
+    }
+    if (vllm->enable_chunked_prefill)
+      o->notes.push_back("--enable-chunked-prefill: no effect (prefill is always chunked by --max-num-batched-tokens)");
+    if (vllm->trust_remote_code)
+      o->notes.push_back("--trust-remote-code: no effect (verbatim runs no code from a model folder)");
     // Both spellings naming two folders would leave one silently unused: refused.
     if (!positional_dir->empty()) {
       if (!o->runtime.model_dir.empty() && o->runtime.model_dir != *positional_dir)

@@ -425,6 +425,7 @@ int serve(const ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that hung up must cost a failed write, not the process
 
+  for (const std::string& note : o.notes) log_line(note);
   ServerState st;
   st.opts = o;
   st.opts.runtime.async = true;

@@ -3,6 +3,7 @@
 // 503 while the model loads), the model loads on a background thread, and SIGTERM / SIGINT stop
 // accepting, let every in-flight request finish, and return 0.
 #include <string>
+#include <vector>
 
 #include "server/runtime.h"
 
@@ -16,6 +17,7 @@ struct ServeOptions {
   double status_interval_s = 10.0;  // the one-line status while busy
   int http_threads = 0;             // most connections served at once (0: max_num_seqs + max_waiting + 64)
   bool access_log = true;           // a line per answered request (server/access_log.h)
+  std::vector<std::string> notes;   // logged at startup (vLLM options accepted with no effect)
 };
 
 // Blocks until a signal stops the server; returns the process exit code.
