@@ -84,7 +84,7 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
   // startup), so a script runs unchanged. --disable-log-stats does what it says.
   struct VllmFlags {
     bool disable_log_requests = false, disable_log_stats = false, enable_chunked_prefill = false,
-         trust_remote_code = false;
+         no_chunked_prefill = false, trust_remote_code = false, no_trust_remote_code = false;
   };
   auto vllm = std::make_shared<VllmFlags>();
   sub->add_flag("--disable-log-requests", vllm->disable_log_requests,
@@ -92,8 +92,11 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--disable-log-stats", vllm->disable_log_stats, "vLLM's: no status lines (as --status-interval 0)");
   sub->add_flag("--enable-chunked-prefill", vllm->enable_chunked_prefill,
                 "vLLM's; no effect here (prefill is always chunked by --max-num-batched-tokens)");
+  sub->add_flag("--no-enable-chunked-prefill", vllm->no_chunked_prefill,
+                "vLLM's; no effect here (raise --max-num-batched-tokens to take whole prompts in one step)");
   sub->add_flag("--trust-remote-code", vllm->trust_remote_code,
                 "vLLM's; no effect here (verbatim runs no code from a model folder)");
+  sub->add_flag("--no-trust-remote-code", vllm->no_trust_remote_code, "vLLM's; no effect here");
   return [o, positional_dir, vllm] {
     if (vllm->disable_log_requests)
       o->notes.push_back("--disable-log-requests: no effect (verbatim never logs prompts; --disable-access-log drops the access lines)");
@@ -103,8 +106,12 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
     }
     if (vllm->enable_chunked_prefill)
       o->notes.push_back("--enable-chunked-prefill: no effect (prefill is always chunked by --max-num-batched-tokens)");
-    if (vllm->trust_remote_code)
-      o->notes.push_back("--trust-remote-code: no effect (verbatim runs no code from a model folder)");
+    if (vllm->no_chunked_prefill)
+      o->notes.push_back("--no-enable-chunked-prefill: no effect (prompts longer than --max-num-batched-tokens are "
+                         "still taken in chunks; the chunking changes no output bit)");
+    if (vllm->trust_remote_code || vllm->no_trust_remote_code)
+      o->notes.push_back(std::string(vllm->trust_remote_code ? "--trust-remote-code" : "--no-trust-remote-code") +
+                         ": no effect (verbatim runs no code from a model folder)");
     // Both spellings naming two folders would leave one silently unused: refused.
     if (!positional_dir->empty()) {
       if (!o->runtime.model_dir.empty() && o->runtime.model_dir != *positional_dir)

@@ -536,16 +536,33 @@ int serve(const ServeOptions& o) {
   }
   st.draining = true;
   svr.stop_accepting();  // before the log line: whoever reads it must find the port closed
-  if (!engine_failure.empty())
+  // After an engine failure the process is on its way out already: an operator's first signal (a
+  // supervisor that saw /health say 503; one pending beside the engine's) is only noted, and a
+  // second one exits at once, as after SIGTERM.
+  int free_signals = 0;
+  if (!engine_failure.empty()) {
     log_line("error: the engine failed: " + engine_failure +
              "; every request it held was failed with it; no new connections; answering what is in flight, "
              "then exiting with status 1 (restart the server)");
-  else
+    free_signals = 1;
+    const timespec now{0, 0};
+    if (int pending = sigtimedwait(&operator_sigs, nullptr, &now); pending > 0) {
+      log_line(std::string("received ") + (pending == SIGINT ? "SIGINT" : "SIGTERM") +
+               ": already exiting after the engine failed (a second signal exits at once)");
+      free_signals = 0;
+    }
+  } else {
     log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
              ": no new connections; finishing " + std::to_string(st.in_flight.load()) +
              " in-flight request(s) (a second signal exits at once)");
-  std::thread([operator_sigs] {
+  }
+  std::thread([operator_sigs, free_signals] {
     int again = 0;
+    for (int i = 0; i < free_signals; ++i) {
+      sigwait(&operator_sigs, &again);
+      log_line(std::string("received ") + (again == SIGINT ? "SIGINT" : "SIGTERM") +
+               ": already exiting after the engine failed (a second signal exits at once)");
+    }
     sigwait(&operator_sigs, &again);
     log_line("received a second signal: exiting now, in-flight requests are cut off");
     std::_Exit(1);
@@ -554,7 +571,7 @@ int serve(const ServeOptions& o) {
   st.rt->async_engine->drain_and_stop();
   if (engine_failure.empty()) {  // it may have failed while draining
     engine_failure = st.rt->async_engine->failure();
-    if (!engine_failure.empty()) log_line("error: the engine failed while draining: " + engine_failure);
+    if (!engine_failure.empty()) log_line("error: the engine failed: " + engine_failure);
   }
   if (!engine_failure.empty()) {
     log_line("exited after the engine failed");
