@@ -23,6 +23,24 @@ json long_stream(int max_tokens) {
           {"ignore_eos", true}};
 }
 
+// A stream and a plain request of 1,000 tokens each, sent at once from two threads.
+struct TwoLongRequests {
+  SseResult streamed;
+  HttpResult plain;
+  std::thread a, b;
+  explicit TwoLongRequests(int port) {
+    a = std::thread([this, port] { streamed = post_stream(port, "/v1/completions", long_stream(1000)); });
+    b = std::thread([this, port] {
+      plain = post(port, "/v1/completions", {{"prompt", {9, 10, 11}}, {"max_tokens", 1000}, {"ignore_eos", true}});
+    });
+  }
+  ~TwoLongRequests() { join(); }
+  void join() {
+    if (a.joinable()) a.join();
+    if (b.joinable()) b.join();
+  }
+};
+
 TEST(ServerLifecycle, StartupLinesAndStatusLine) {
   ServerProcess s({model(), "--served-model-name", "fixture"});
   std::string log = s.log();
@@ -322,20 +340,16 @@ TEST(ServerLifecycle, ADeviceFaultMakesHealth503AndTheServerExitOne) {
   ServerProcess s({text_model_dir()});
   unsetenv("VERBATIM_FAULT_AFTER_FORWARDS");
   const int port = s.port();
-  SseResult streamed;
-  HttpResult plain;
-  std::thread a([&] { streamed = post_stream(port, "/v1/completions", long_stream(1000)); });
-  std::thread b([&] {
-    plain = post(port, "/v1/completions", {{"prompt", {9, 10, 11}}, {"max_tokens", 1000}, {"ignore_eos", true}});
-  });
+  TwoLongRequests both(port);
   ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 2; }, 30)) << s.log();
   RawConnection kept(port);
   const std::string health = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   kept.send_raw(health);
   ASSERT_NE(kept.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos) << "before the fault";
   RawConnection idle(port);  // sends nothing: holds the exit up to the 5 s keep-alive timeout
-  a.join();
-  b.join();
+  both.join();
+  const SseResult& streamed = both.streamed;
+  const HttpResult& plain = both.plain;
 
   EXPECT_EQ(plain.status, 500) << plain.body;
   EXPECT_NE(plain.body.find("the engine failed this request: injected device fault"), std::string::npos) << plain.body;
@@ -385,6 +399,43 @@ TEST(ServerLifecycle, AFaultWhileDrainingIsLoggedAndExitsOne) {
   EXPECT_NE(log.find("received SIGTERM"), std::string::npos) << log;
   EXPECT_NE(log.find("error: the engine failed: injected device fault"), std::string::npos) << log;
   EXPECT_EQ(log.find("received a second signal"), std::string::npos) << log;
+}
+
+// A step that never returns (injected: the backend's 101st forward call sleeps for ever, as a hung
+// kernel would) trips --engine-step-timeout: both requests waiting on it end with an error naming
+// the hang (the stream with an error event), /health says 503, and the process exits 1 without
+// joining the hung engine. Before there was no watchdog: the requests and /health's 200 went on
+// for ever.
+TEST(ServerLifecycle, AHungStepTripsTheWatchdogAndTheServerExitsOne) {
+  setenv("VERBATIM_HANG_AFTER_FORWARDS", "100", 1);
+  ServerProcess s({text_model_dir(), "--engine-step-timeout", "1"});
+  unsetenv("VERBATIM_HANG_AFTER_FORWARDS");
+  const int port = s.port();
+  TwoLongRequests both(port);
+  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 2; }, 30)) << s.log();
+  RawConnection kept(port);  // asks /health after the hang; holds the exit until then (keep-alive)
+  const std::string health = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  kept.send_raw(health);
+  ASSERT_NE(kept.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos) << "before the hang";
+  both.join();
+  const SseResult& streamed = both.streamed;
+  const HttpResult& plain = both.plain;
+
+  EXPECT_EQ(plain.status, 500) << plain.body;
+  EXPECT_NE(plain.body.find("the engine stopped responding: a step has run"), std::string::npos) << plain.body;
+  EXPECT_TRUE(streamed.done);
+  ASSERT_FALSE(streamed.events.empty());
+  ASSERT_TRUE(streamed.events.back().contains("error")) << streamed.events.back().dump();
+  EXPECT_NE(streamed.events.back()["error"]["message"].get<std::string>().find("past --engine-step-timeout 1 s"),
+            std::string::npos);
+
+  kept.send_raw(health);
+  const std::string got = kept.read_until("stopped responding", 2, 10);
+  EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
+  EXPECT_EQ(s.wait_exit(30), 1) << s.log();
+  const std::string log = s.log();
+  EXPECT_NE(log.find("error: the engine stopped responding: a step has run"), std::string::npos) << log;
+  EXPECT_NE(log.find("exited: the engine was hung"), std::string::npos) << log;
 }
 
 // The fault hook refuses what is not a count, before anything loads.

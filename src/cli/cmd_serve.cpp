@@ -72,6 +72,10 @@ Registrar reg(30, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--status-interval", o->status_interval_s, "Seconds between status lines while busy (0: off)")
       ->capture_default_str()
       ->check(finite_range(0.0, 86400.0));
+  sub->add_option("--engine-step-timeout", o->engine_step_timeout_s,
+                  "Seconds one engine step may run before the engine counts as hung: /health says 503, the "
+                  "waiting requests get an error, the process exits 1 (default: 60 on cuda, off on cpu; 0: off)")
+      ->check(finite_range(0.0, 86400.0));
   // Speculative decoding: changes no bit of any output (engine/spec_decode.h), only speed.
   sub->add_option("--speculative", e.speculative, "none | ngram: drafts copied from the sequence's own text, verified in one step")
       ->check(CLI::IsMember({"none", "ngram"}));

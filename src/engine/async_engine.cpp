@@ -1,6 +1,7 @@
 #include "engine/async_engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <string>
@@ -25,6 +26,13 @@ AsyncEngine::~AsyncEngine() { stop(); }
 bool AsyncEngine::accepting() const {
   std::lock_guard lk(mu_);
   return accepting_;
+}
+
+double AsyncEngine::step_running_for() const {
+  const int64_t began = step_began_ns_.load(std::memory_order_relaxed);
+  if (began == 0) return 0.0;
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
+  return double(std::max<int64_t>(0, now - began)) * 1e-9;
 }
 
 std::string AsyncEngine::failure() const {
@@ -230,9 +238,14 @@ void AsyncEngine::run() {
     std::string failure;
     if (!stopping) {
       try {
-        if (engine_->has_work()) updates = engine_->step();
+        if (engine_->has_work()) {
+          step_began_ns_ = std::max<int64_t>(1, std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1));
+          updates = engine_->step();
+          step_began_ns_ = 0;
+        }
         failure = engine_->failure();  // the step ended every request with it (in updates)
       } catch (const std::exception& e) {  // a fault outside the backend call: the same end
+        step_began_ns_ = 0;
         failure = e.what();
         if (failure.empty()) failure = "the engine step threw an exception with no message";
       }

@@ -67,6 +67,9 @@ class AsyncEngine {
   // every request has had its final update (with the fault as its error), submit throws
   // EngineFailed and the engine thread has ended; stats() stays readable.
   std::string failure() const;
+  // How long the step now running has run, in seconds (0 between steps): a step that never ends
+  // (a hung kernel) shows here while every request waits (the server's step watchdog reads it).
+  double step_running_for() const;
   // Called once, on the engine thread, after a fault ended the engine and every request got its
   // final update (the server marks itself dead and exits). Set it before the first submit.
   void on_failure(std::function<void(const std::string&)> handler);
@@ -109,6 +112,7 @@ class AsyncEngine {
   bool accepting_ = true, draining_ = false, stopping_ = false, has_work_ = false, exited_ = false;
   std::string failure_;
   std::function<void(const std::string&)> on_failure_;
+  std::atomic<int64_t> step_began_ns_{0};  // steady_clock of the running step's start; 0: none
   EngineStats stats_;
   std::thread thread_;
   std::thread::id thread_id_;

@@ -1,11 +1,14 @@
 #pragma once
-// A backend whose forward calls fail, as a device fault would, from the (after + 1)-th on: what the
-// tests use to drive the engine's failure path (engine.h, Engine::failure) through a real server.
-// The CPU reference cannot fault on its own; `verbatim serve` wraps its backend in one when the
-// environment sets VERBATIM_FAULT_AFTER_FORWARDS (backend_factory.cpp).
+// A backend whose forward calls fail, as a device fault would, from the (after + 1)-th on (or
+// never return, as a hung kernel): what the tests use to drive the engine's failure path
+// (engine.h, Engine::failure) and the server's step watchdog through a real server. The CPU
+// reference cannot fault or hang on its own; `verbatim serve` wraps its backend in one when the
+// environment sets VERBATIM_FAULT_AFTER_FORWARDS or VERBATIM_HANG_AFTER_FORWARDS (backend_factory.cpp).
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -16,7 +19,9 @@ namespace verbatim {
 
 class FaultBackend : public Backend {
  public:
-  FaultBackend(std::unique_ptr<Backend> inner, int64_t after) : inner_(std::move(inner)), after_(after) {}
+  enum class Kind { Throw, Hang };
+  FaultBackend(std::unique_ptr<Backend> inner, int64_t after, Kind kind = Kind::Throw)
+      : inner_(std::move(inner)), after_(after), kind_(kind) {}
   void allocate_kv(int num_blocks, int block_size) override { inner_->allocate_kv(num_blocks, block_size); }
   size_t kv_block_bytes(int block_size) const override { return inner_->kv_block_bytes(block_size); }
   void forward_logits(const ForwardBatch& batch, float* logits) override {
@@ -36,13 +41,17 @@ class FaultBackend : public Backend {
 
  private:
   void count() {
+    if (calls_++ < after_) return;
+    // Hung: the calling thread sleeps until the process ends, like one waiting on a kernel that
+    // never finishes.
+    while (kind_ == Kind::Hang) std::this_thread::sleep_for(std::chrono::hours(1));
     // Sticky, like a CUDA context after an illegal address: every call from then on fails.
-    if (calls_++ >= after_)
-      throw Error("injected device fault (forward call " + std::to_string(calls_) + ", after " +
-                  std::to_string(after_) + " good ones)");
+    throw Error("injected device fault (forward call " + std::to_string(calls_) + ", after " +
+                std::to_string(after_) + " good ones)");
   }
   std::unique_ptr<Backend> inner_;
   int64_t after_;
+  Kind kind_;
   int64_t calls_ = 0;
 };
 

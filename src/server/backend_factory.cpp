@@ -65,16 +65,16 @@ void validate_backend_options(const DeviceSpec& d, const BackendOptions& options
 
 namespace {
 
-// VERBATIM_FAULT_AFTER_FORWARDS=N (tests only): the backend's forward calls fail after N good ones.
-// Read before anything loads; -1: unset.
-int64_t injected_fault_after() {
-  const char* env = std::getenv("VERBATIM_FAULT_AFTER_FORWARDS");
+// VERBATIM_FAULT_AFTER_FORWARDS=N / VERBATIM_HANG_AFTER_FORWARDS=N (tests only): the backend's
+// forward calls fail (or never return) after N good ones. Read before anything loads; -1: unset.
+int64_t injected_after(const char* name, const char* what) {
+  const char* env = std::getenv(name);
   if (!env || !*env) return -1;
   const std::string v = env;
   if (v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
-    throw Error("VERBATIM_FAULT_AFTER_FORWARDS=" + v + ": expected a count of forward calls (0 to 999999999)");
-  std::fprintf(stderr, "verbatim: VERBATIM_FAULT_AFTER_FORWARDS=%s: forward calls fail after %s (a test's fault)\n",
-               v.c_str(), v.c_str());
+    throw Error(std::string(name) + "=" + v + ": expected a count of forward calls (0 to 999999999)");
+  std::fprintf(stderr, "verbatim: %s=%s: forward calls %s after %s (a test's fault)\n", name, v.c_str(), what,
+               v.c_str());
   return std::stoll(v);
 }
 
@@ -101,10 +101,12 @@ std::unique_ptr<Backend> make_device_backend(const std::string& device, const st
 
 std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& model_dir, DType dtype,
                                       BackendOptions options) {
-  const int64_t fault_after = injected_fault_after();
+  const int64_t fault_after = injected_after("VERBATIM_FAULT_AFTER_FORWARDS", "fail");
+  const int64_t hang_after = injected_after("VERBATIM_HANG_AFTER_FORWARDS", "never return");
   std::unique_ptr<Backend> b = make_device_backend(device, model_dir, dtype, options);
-  if (fault_after < 0) return b;
-  return std::make_unique<FaultBackend>(std::move(b), fault_after);
+  if (fault_after >= 0) b = std::make_unique<FaultBackend>(std::move(b), fault_after);
+  if (hang_after >= 0) b = std::make_unique<FaultBackend>(std::move(b), hang_after, FaultBackend::Kind::Hang);
+  return b;
 }
 
 }  // namespace verbatim::server

@@ -71,7 +71,7 @@ class GenerationRun {
     submitted_ = choices.size();
   }
 
-  enum class Pump { Progress, Idle, Gone };
+  enum class Pump { Progress, Idle, Gone, Hung };
   // Waits up to kPollInterval for updates and applies them; SSE events go to `sse` when given.
   Pump pump(std::vector<std::string>* sse) {
     std::deque<Delivered> batch;
@@ -81,12 +81,24 @@ class GenerationRun {
       batch.swap(mailbox_->updates);
     }
     if (watch_.gone()) return Pump::Gone;
-    if (batch.empty()) return Pump::Idle;
+    if (batch.empty()) return st_.engine_hung ? Pump::Hung : Pump::Idle;  // hung: nothing more will come
     for (const Delivered& d : batch) apply(d.choice, d.update, d.at, sse);
     return Pump::Progress;
   }
 
   bool done() const { return job_.all_finished(); }
+  ServerState& state() { return st_; }
+  // The engine will not answer (hung): every unfinished choice ends now with `why` as the error.
+  void fail_unfinished(const std::string& why, std::vector<std::string>* sse) {
+    for (size_t i = 0; i < job_.choices().size(); ++i)
+      if (!job_.choices()[i].state.finished()) {
+        RequestUpdate u;
+        u.finished = true;
+        u.reason = FinishReason::Abort;
+        u.error = why;
+        apply(i, u, Clock::now(), sse);
+      }
+  }
   const std::string& error() const { return error_; }
   Job& job() { return job_; }
   const ResponseMeta& meta() const { return meta_; }
@@ -184,15 +196,21 @@ void handle_generation(ServerState& st, const httplib::Request& req, httplib::Re
   auto run = std::make_shared<GenerationRun>(st, std::move(job), meta,
                                              PeerWatch(req.local_addr, req.local_port, req.remote_addr, req.remote_port),
                                              arrival);
+  if (st.engine_hung) throw HttpError(503, st.dead_reason() + "; this server is exiting");
   run->submit();  // QueueFull, ShuttingDown, EngineFailed: 503s (server.cpp, guarded)
 
   if (!run->job().request().stream) {
     while (!run->done()) {
-      if (run->pump(nullptr) == GenerationRun::Pump::Gone) {
+      const GenerationRun::Pump p = run->pump(nullptr);
+      if (p == GenerationRun::Pump::Gone) {
         run->abort_unfinished();  // nobody will read the answer
         access_note(access_note_of(*run, true));
         res.status = 499;  // nginx's "client closed request", for the access log: nothing is sent
         return;
+      }
+      if (p == GenerationRun::Pump::Hung) {
+        access_note(access_note_of(*run, false));
+        throw HttpError(500, "the engine failed this request: " + st.dead_reason());
       }
     }
     access_note(access_note_of(*run, false));
@@ -210,6 +228,7 @@ void handle_generation(ServerState& st, const httplib::Request& req, httplib::Re
         if (*closed) return false;
         std::vector<std::string> events;
         auto r = run->pump(&events);
+        if (r == GenerationRun::Pump::Hung) run->fail_unfinished(run->state().dead_reason(), &events);
         // The content provider runs on the request's HTTP thread, where the access log reads the note.
         auto gone = [&run] {
           access_note(access_note_of(*run, true));

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -94,10 +95,9 @@ httplib::Server::Handler guarded(ServerState& st, F f) {
       return;
     }
     if (st.draining) {  // a request on a connection kept alive past SIGTERM: answered, then closed
-      const std::string failure = st.rt->async_engine->failure();  // ready: drains follow the load
+      const std::string dead = st.dead_reason();  // ready: drains follow the load
       send_error(st, res, 503,
-                 failure.empty() ? "the server is shutting down and takes no new requests"
-                                 : "the engine failed: " + failure + "; this server is exiting");
+                 dead.empty() ? "the server is shutting down and takes no new requests" : dead + "; this server is exiting");
       close_after_answer(res);
       return;
     }
@@ -179,8 +179,7 @@ void register_routes(HttpServer& svr, ServerState& st) {
   svr.Get("/health", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
     if (!st.ready) throw HttpError(503, "the model is still loading");
     // A dead engine answers 503 (for a load balancer), as vLLM's does, until the process has exited.
-    if (std::string f = st.rt->async_engine->failure(); !f.empty())
-      throw HttpError(503, "the engine failed: " + f + "; this server is exiting");
+    if (std::string dead = st.dead_reason(); !dead.empty()) throw HttpError(503, dead + "; this server is exiting");
     res.status = 200;
   }));
   svr.Get("/version", guarded(st, [&st](const httplib::Request&, httplib::Response& res) {
@@ -325,14 +324,14 @@ void register_routes(HttpServer& svr, ServerState& st) {
     });
 }
 
-// One line every interval while there is work: what runs, what waits, KV use, prefix hits, speed.
-class StatusReporter {
+// Calls tick() every `interval_s` seconds on its own thread until destroyed or tick() returns
+// false. Off for an interval <= 0 or past a day (wait_for's conversion would overflow).
+class Ticker {
  public:
-  // Past a day (or not finite) the interval means off: wait_for's conversion would overflow.
-  StatusReporter(ServerState& st, double interval_s) : st_(st), interval_(interval_s) {
+  Ticker(double interval_s, std::function<bool()> tick) : interval_(interval_s), tick_(std::move(tick)) {
     if (interval_s > 0 && interval_s <= 86400) thread_ = std::thread([this] { run(); });
   }
-  ~StatusReporter() {
+  ~Ticker() {
     {
       std::lock_guard l(mu_);
       stop_ = true;
@@ -343,43 +342,79 @@ class StatusReporter {
 
  private:
   void run() {
-    EngineStats last{};
-    auto last_t = Clock::now();
     std::unique_lock l(mu_);
-    while (!cv_.wait_for(l, std::chrono::duration<double>(interval_), [&] { return stop_; })) {
-      if (!st_.ready) continue;
-      EngineStats s = st_.rt->async_engine->stats();
-      auto t = Clock::now();
-      double dt = std::chrono::duration<double>(t - last_t).count();
-      bool busy = s.running + s.waiting > 0 || s.generation_tokens != last.generation_tokens ||
-                  s.prompt_tokens != last.prompt_tokens;
-      if (busy && dt > 0) {
-        uint64_t q = s.prefix_queries - last.prefix_queries, h = s.prefix_hits - last.prefix_hits;
-        char buf[512];
-        std::snprintf(buf, sizeof buf,
-                      "status: %d running, %d waiting, KV %.1f%% used, prefix cache hit rate %.1f%%, "
-                      "prompt %.1f tok/s, generation %.1f tok/s, %llu preemptions (%llu since start)",
-                      s.running, s.waiting, s.kv_blocks_total ? 100.0 * s.kv_blocks_used / s.kv_blocks_total : 0.0,
-                      q ? 100.0 * double(h) / double(q) : 0.0, double(s.prompt_tokens - last.prompt_tokens) / dt,
-                      double(s.generation_tokens - last.generation_tokens) / dt,
-                      static_cast<unsigned long long>(s.preemptions - last.preemptions),  // this interval's, as the rates
-                      static_cast<unsigned long long>(s.preemptions));
-        log_line(buf);
-      }
-      last = s;
-      last_t = t;
-    }
+    while (!cv_.wait_for(l, std::chrono::duration<double>(interval_), [&] { return stop_; }))
+      if (!tick_()) return;
   }
 
-  ServerState& st_;
   double interval_;
+  std::function<bool()> tick_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
   std::thread thread_;
 };
 
+// One line every interval while there is work: what runs, what waits, KV use, prefix hits, speed.
+std::function<bool()> status_line(ServerState& st) {
+  return [&st, last = EngineStats{}, last_t = Clock::now()]() mutable {
+    if (!st.ready) return true;
+    EngineStats s = st.rt->async_engine->stats();
+    auto t = Clock::now();
+    double dt = std::chrono::duration<double>(t - last_t).count();
+    bool busy = s.running + s.waiting > 0 || s.generation_tokens != last.generation_tokens ||
+                s.prompt_tokens != last.prompt_tokens;
+    if (busy && dt > 0) {
+      uint64_t q = s.prefix_queries - last.prefix_queries, h = s.prefix_hits - last.prefix_hits;
+      char buf[512];
+      std::snprintf(buf, sizeof buf,
+                    "status: %d running, %d waiting, KV %.1f%% used, prefix cache hit rate %.1f%%, "
+                    "prompt %.1f tok/s, generation %.1f tok/s, %llu preemptions (%llu since start)",
+                    s.running, s.waiting, s.kv_blocks_total ? 100.0 * s.kv_blocks_used / s.kv_blocks_total : 0.0,
+                    q ? 100.0 * double(h) / double(q) : 0.0, double(s.prompt_tokens - last.prompt_tokens) / dt,
+                    double(s.generation_tokens - last.generation_tokens) / dt,
+                    static_cast<unsigned long long>(s.preemptions - last.preemptions),  // this interval's, as the rates
+                    static_cast<unsigned long long>(s.preemptions));
+      log_line(buf);
+    }
+    last = s;
+    last_t = t;
+    return true;
+  };
+}
+
+// The step watchdog's tick: once the running step has passed `limit_s`, marks the engine hung,
+// wakes main (SIGUSR1) and stops.
+std::function<bool()> step_watchdog(ServerState& st, double limit_s) {
+  return [&st, limit_s] {
+    if (!st.ready) return true;
+    const double ran = st.rt->async_engine->step_running_for();
+    if (ran <= limit_s) return true;
+    char why[160];
+    std::snprintf(why, sizeof why, "the engine stopped responding: a step has run %.1f s, past --engine-step-timeout %g s",
+                  ran, limit_s);
+    {
+      std::lock_guard lk(st.failure_mu);
+      if (!st.engine_failure.empty()) return false;  // a fault came first
+      st.engine_failure = why;
+      st.engine_hung = true;
+    }
+    kill(getpid(), SIGUSR1);  // wakes main's sigwait
+    return false;
+  };
+}
+
 }  // namespace
+
+std::string ServerState::dead_reason() {
+  {
+    std::lock_guard lk(failure_mu);
+    if (!engine_failure.empty()) return engine_failure;
+  }
+  // Before the handler has run: the engine says it failed as soon as its failing step ends.
+  if (std::string f = rt->async_engine->failure(); !f.empty()) return "the engine failed: " + f;
+  return "";
+}
 
 Runtime& ServerState::runtime() const {
   if (!ready) throw HttpError(503, "the model is still loading; retry when /health answers 200");
@@ -489,7 +524,7 @@ int serve(const ServeOptions& o) {
       st.rt->async_engine->on_failure([&st](const std::string& why) {
         {
           std::lock_guard lk(st.failure_mu);
-          st.engine_failure = why;
+          if (st.engine_failure.empty()) st.engine_failure = "the engine failed: " + why;
         }
         kill(getpid(), SIGUSR1);  // wakes the sigwait below (pending and ignored if it drains already)
       });
@@ -503,7 +538,10 @@ int serve(const ServeOptions& o) {
     }
   });
 
-  StatusReporter reporter(st, o.status_interval_s);
+  Ticker reporter(o.status_interval_s, status_line(st));
+  const double step_limit = o.engine_step_timeout_s >= 0 ? o.engine_step_timeout_s
+                            : parse_device(o.runtime.device).kind == "cuda" ? 60.0 : 0.0;
+  Ticker watchdog(step_limit > 0 ? 0.25 : 0, step_watchdog(st, step_limit));
   int sig = 0;
   for (;;) {
     sigwait(&sigs, &sig);
@@ -540,11 +578,18 @@ int serve(const ServeOptions& o) {
   // supervisor that saw /health say 503; one pending beside the engine's) is only noted, and a
   // second one exits at once, as after SIGTERM.
   int free_signals = 0;
-  if (!engine_failure.empty()) {
-    log_line("error: the engine failed: " + engine_failure +
+  if (st.engine_hung) {
+    log_line("error: " + engine_failure +
+             "; no new connections; answering what is in flight with an error, then exiting with status 1 "
+             "without waiting for the engine (restart the server)");
+    free_signals = 1;
+  } else if (!engine_failure.empty()) {
+    log_line("error: " + engine_failure +
              "; every request it held was failed with it; no new connections; answering what is in flight, "
              "then exiting with status 1 (restart the server)");
     free_signals = 1;
+  }
+  if (free_signals) {
     const timespec now{0, 0};
     if (int pending = sigtimedwait(&operator_sigs, nullptr, &now); pending > 0) {
       log_line(std::string("received ") + (pending == SIGINT ? "SIGINT" : "SIGTERM") +
@@ -567,7 +612,27 @@ int serve(const ServeOptions& o) {
     log_line("received a second signal: exiting now, in-flight requests are cut off");
     std::_Exit(1);
   }).detach();
+  // A hung engine thread can never be joined (nor can a handler waiting on it, as a prefix-cache
+  // reset does): the generation answers end with an error at their next poll, the HTTP workers are
+  // given 10 s (twice the keep-alive timeout) to write them, and the process exits without tearing
+  // the engine down.
+  auto exit_hung = [&http] {
+    auto joined = std::make_shared<std::atomic<bool>>(false);
+    std::thread([&http, joined] {
+      http.join();
+      *joined = true;
+    }).detach();
+    for (int i = 0; i < 500 && !*joined; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    log_line("exited: the engine was hung");
+    std::_Exit(1);
+  };
+  if (st.engine_hung) exit_hung();
   http.join();  // every worker finished its connection
+  if (st.engine_hung) {  // it hung while draining: the answers are out, the engine cannot be joined
+    log_line("error: " + st.dead_reason());
+    log_line("exited: the engine was hung");
+    std::_Exit(1);
+  }
   st.rt->async_engine->drain_and_stop();
   if (engine_failure.empty()) {  // it may have failed while draining
     engine_failure = st.rt->async_engine->failure();

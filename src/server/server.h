@@ -18,6 +18,11 @@ struct ServeOptions {
   int http_threads = 0;             // most connections served at once (0: max_num_seqs + max_waiting + 64)
   bool access_log = true;           // a line per answered request (server/access_log.h)
   std::vector<std::string> notes;   // logged at startup (vLLM options accepted with no effect)
+  // A step running longer than this means a hung engine (a kernel that never returns, a peer GPU
+  // gone): /health says 503, the requests waiting on it get an error, the process exits 1.
+  // < 0: 60 s on cuda (vLLM V0's VLLM_ENGINE_ITERATION_TIMEOUT_S), off on cpu (an 8B prefill
+  // chunk can take minutes there); 0: off.
+  double engine_step_timeout_s = -1;
 };
 
 // Blocks until a signal stops the server; returns the process exit code.

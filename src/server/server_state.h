@@ -33,14 +33,18 @@ struct ServerState {
   std::unique_ptr<Runtime> rt;          // set once loading finished
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};    // SIGTERM came: every new request gets 503 and Connection: close
+  // Why the engine takes no more requests: a fault ended it, or the step watchdog found a step
+  // that never ends (engine_hung). Set, then SIGUSR1 raised, by the engine's handler or the watchdog.
   std::mutex failure_mu;
-  std::string engine_failure;           // set (then SIGTERM raised) when a fault ended the engine
+  std::string engine_failure;           // "the engine failed: ..." / "the engine stopped responding: ..."
+  std::atomic<bool> engine_hung{false};
   std::unique_ptr<Metrics> metrics;
   std::atomic<uint64_t> next_request{0};
   std::atomic<int> in_flight{0};        // generation requests being answered
   int64_t started_at = 0;               // unix seconds
 
   Runtime& runtime() const;             // throws HttpError 503 while loading
+  std::string dead_reason();            // engine_failure, or the engine's own failure; "" while it serves
   std::string new_id(const char* prefix);
   // 404 when the body names another model than the one served (an absent model is fine).
   void check_model(const request_json& body) const;
