@@ -23,19 +23,52 @@ json long_stream(int max_tokens) {
           {"ignore_eos", true}};
 }
 
-// A stream and a plain request of 1,000 tokens each, sent at once from two threads.
+// Asks /health on one kept-alive connection every 100 ms until an answer is not 200 (or 60 s
+// pass), so the connection never idles into the keep-alive timeout; returns everything read.
+std::string poll_health_until_not_200(RawConnection& c) {
+  const std::string health = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  std::string got;
+  for (int i = 1; i <= 600; ++i) {
+    c.send_raw(health);
+    got = c.read_until("HTTP/1.1 ", i, 10);
+    const size_t last = got.rfind("HTTP/1.1 ");
+    if (last == std::string::npos || got.compare(last, 12, "HTTP/1.1 200") != 0)
+      return c.read_until("}}", 1, 5);  // the error body
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return got;
+}
+
+// A connection whose request body never arrives in full: its HTTP worker waits for it (up to the
+// 30 s read timeout), which holds a draining server's exit until the connection closes.
+void hold_exit(RawConnection& c) {
+  c.send_raw("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+             "Content-Length: 100\r\n\r\n{");
+}
+
+// A stream and a plain request of 1,000 tokens each, sent at once from two threads. join() waits
+// at most 60 s for both answers, then kills the server (a broken fault path fails the test in a
+// minute instead of holding it for the clients' 600 s read timeout); so does the destructor.
 struct TwoLongRequests {
   SseResult streamed;
   HttpResult plain;
+  std::atomic<int> answered{0};
   std::thread a, b;
-  explicit TwoLongRequests(int port) {
-    a = std::thread([this, port] { streamed = post_stream(port, "/v1/completions", long_stream(1000)); });
+  pid_t server;
+  explicit TwoLongRequests(ServerProcess& s) : server(s.pid()) {
+    const int port = s.port();
+    a = std::thread([this, port] {
+      streamed = post_stream(port, "/v1/completions", long_stream(1000));
+      ++answered;
+    });
     b = std::thread([this, port] {
       plain = post(port, "/v1/completions", {{"prompt", {9, 10, 11}}, {"max_tokens", 1000}, {"ignore_eos", true}});
+      ++answered;
     });
   }
-  ~TwoLongRequests() { join(); }
-  void join() {
+  ~TwoLongRequests() { join(0); }
+  void join(double timeout_s = 60) {
+    if (!wait_for([&] { return answered == 2; }, timeout_s)) kill(server, SIGKILL);
     if (a.joinable()) a.join();
     if (b.joinable()) b.join();
   }
@@ -189,7 +222,8 @@ TEST(ServerLifecycle, QueuedClientGoneIsDroppedAndLoggedWithoutAnError) {
     ASSERT_TRUE(wait_for([&] { return metric(s.port(), "verbatim:num_requests_waiting") == 1; }, 10)) << s.log();
   }  // hung up while waiting
   ASSERT_TRUE(wait_for([&] { return s.log().find("x-request-id queued-gone") != std::string::npos; }, 10)) << s.log();
-  EXPECT_EQ(metric(s.port(), "verbatim:num_requests_waiting"), 0);
+  // The abort reaches the engine thread at its next step, which may come after the access line.
+  EXPECT_TRUE(wait_for([&] { return metric(s.port(), "verbatim:num_requests_waiting") == 0; }, 10));
   EXPECT_EQ(metric(s.port(), "verbatim:request_success_total", "abort"), 1);
   EXPECT_EQ(metric(s.port(), "verbatim:prompt_tokens_total"), 8) << "only the running request's prompt ran";
   EXPECT_EQ(metric(s.port(), "verbatim:http_errors_total", "status=\"499\""), -1) << get(s.port(), "/metrics").body;
@@ -329,24 +363,26 @@ TEST(ServerLifecycle, KeepAliveAfterSigtermIsClosedAndTheServerExits) {
   EXPECT_EQ(s.wait_exit(10), 0) << s.log();  // the client has not hung up: the server did
 }
 
-// A device fault (injected: the backend's 101st forward call fails, and every later one) ends the
+// A device fault (injected: the backend's 201st forward call fails, and every later one) ends the
 // engine. Both requests it held fail: the stream with an error event (and the access line names
 // it), the plain request with a 500 naming the fault. /health says 503 with the reason (a client
 // kept alive asks it after the fault), and the process exits 1 so a supervisor restarts it, as
 // vLLM's does. Before, /health stayed 200 and every later request failed, one by one. The text
 // model takes ~8 ms a token here, so both requests run long before the fault.
 TEST(ServerLifecycle, ADeviceFaultMakesHealth503AndTheServerExitOne) {
-  setenv("VERBATIM_FAULT_AFTER_FORWARDS", "100", 1);
+  setenv("VERBATIM_FAULT_AFTER_FORWARDS", "200", 1);
   ServerProcess s({text_model_dir()});
   unsetenv("VERBATIM_FAULT_AFTER_FORWARDS");
   const int port = s.port();
-  TwoLongRequests both(port);
+  TwoLongRequests both(s);
   ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 2; }, 30)) << s.log();
+  RawConnection holder(port);
+  hold_exit(holder);
   RawConnection kept(port);
-  const std::string health = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  kept.send_raw(health);
-  ASSERT_NE(kept.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos) << "before the fault";
-  RawConnection idle(port);  // sends nothing: holds the exit up to the 5 s keep-alive timeout
+  const std::string got = poll_health_until_not_200(kept);
+  EXPECT_NE(got.find("HTTP/1.1 200"), std::string::npos) << "before the fault: " << got;
+  EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
+  EXPECT_NE(got.find("the engine failed: injected device fault"), std::string::npos) << got;
   both.join();
   const SseResult& streamed = both.streamed;
   const HttpResult& plain = both.plain;
@@ -361,13 +397,12 @@ TEST(ServerLifecycle, ADeviceFaultMakesHealth503AndTheServerExitOne) {
   EXPECT_NE(last["error"]["message"].get<std::string>().find("injected device fault"), std::string::npos);
   EXPECT_GT(streamed.events.size(), 2u) << "tokens streamed before the fault";
 
-  kept.send_raw(health);
-  const std::string got = kept.read_until("injected device fault", 2, 10);
-  EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
-  EXPECT_NE(got.find("the engine failed: injected device fault"), std::string::npos) << got;
   // A supervisor's SIGTERM now (it saw the 503) is the operator's first signal: noted, not taken
-  // for a second one that cuts answers off.
+  // for a second one that cuts answers off (the held connection keeps the server draining).
   ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+  EXPECT_TRUE(wait_for([&] { return s.log().find("already exiting") != std::string::npos; }, 10)) << s.log();
+  EXPECT_TRUE(s.running()) << s.log();
+  holder.close();
   EXPECT_EQ(s.wait_exit(30), 1) << s.log();
   const std::string log = s.log();
   EXPECT_NE(log.find("received SIGTERM: already exiting after the engine failed"), std::string::npos) << log;
@@ -401,39 +436,61 @@ TEST(ServerLifecycle, AFaultWhileDrainingIsLoggedAndExitsOne) {
   EXPECT_EQ(log.find("received a second signal"), std::string::npos) << log;
 }
 
-// A step that never returns (injected: the backend's 101st forward call sleeps for ever, as a hung
+// A step that never returns (injected: the backend's 201st forward call sleeps for ever, as a hung
 // kernel would) trips --engine-step-timeout: both requests waiting on it end with an error naming
 // the hang (the stream with an error event), /health says 503, and the process exits 1 without
 // joining the hung engine. Before there was no watchdog: the requests and /health's 200 went on
 // for ever.
 TEST(ServerLifecycle, AHungStepTripsTheWatchdogAndTheServerExitsOne) {
-  setenv("VERBATIM_HANG_AFTER_FORWARDS", "100", 1);
+  setenv("VERBATIM_HANG_AFTER_FORWARDS", "200", 1);
   ServerProcess s({text_model_dir(), "--engine-step-timeout", "1"});
   unsetenv("VERBATIM_HANG_AFTER_FORWARDS");
   const int port = s.port();
-  TwoLongRequests both(port);
+  TwoLongRequests both(s);
   ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 2; }, 30)) << s.log();
-  RawConnection kept(port);  // asks /health after the hang; holds the exit until then (keep-alive)
-  const std::string health = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  kept.send_raw(health);
-  ASSERT_NE(kept.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos) << "before the hang";
+  RawConnection kept(port);
+  const std::string got = poll_health_until_not_200(kept);
+  EXPECT_NE(got.find("HTTP/1.1 200"), std::string::npos) << "before the hang: " << got;
+  EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
+  EXPECT_NE(got.find("the engine stopped responding"), std::string::npos) << got;
   both.join();
   const SseResult& streamed = both.streamed;
   const HttpResult& plain = both.plain;
 
   EXPECT_EQ(plain.status, 500) << plain.body;
   EXPECT_NE(plain.body.find("the engine stopped responding: a step has run"), std::string::npos) << plain.body;
+  EXPECT_EQ(streamed.status, 200);
   EXPECT_TRUE(streamed.done);
+  EXPECT_GT(streamed.events.size(), 2u) << "tokens streamed before the hang";
   ASSERT_FALSE(streamed.events.empty());
   ASSERT_TRUE(streamed.events.back().contains("error")) << streamed.events.back().dump();
   EXPECT_NE(streamed.events.back()["error"]["message"].get<std::string>().find("past --engine-step-timeout 1 s"),
             std::string::npos);
 
-  kept.send_raw(health);
-  const std::string got = kept.read_until("stopped responding", 2, 10);
-  EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
   EXPECT_EQ(s.wait_exit(30), 1) << s.log();
   const std::string log = s.log();
+  EXPECT_NE(log.find("error: the engine stopped responding: a step has run"), std::string::npos) << log;
+  EXPECT_NE(log.find("exited: the engine was hung"), std::string::npos) << log;
+}
+
+// SIGTERM first, then the step hangs while the stream drains: the stream ends with an error
+// event, and the process exits 1 without joining the hung engine (main was past its signal wait).
+TEST(ServerLifecycle, AHangWhileDrainingExitsOne) {
+  setenv("VERBATIM_HANG_AFTER_FORWARDS", "200", 1);
+  ServerProcess s({text_model_dir(), "--engine-step-timeout", "1"});
+  unsetenv("VERBATIM_HANG_AFTER_FORWARDS");
+  const int port = s.port();
+  SseResult streamed;
+  std::thread a([&] { streamed = post_stream(port, "/v1/completions", long_stream(1000)); });
+  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 30)) << s.log();
+  ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+  EXPECT_EQ(s.wait_exit(60), 1) << s.log();
+  a.join();
+  EXPECT_TRUE(streamed.done) << s.log();
+  ASSERT_FALSE(streamed.events.empty());
+  EXPECT_TRUE(streamed.events.back().contains("error")) << streamed.events.back().dump();
+  const std::string log = s.log();
+  EXPECT_NE(log.find("received SIGTERM"), std::string::npos) << log;
   EXPECT_NE(log.find("error: the engine stopped responding: a step has run"), std::string::npos) << log;
   EXPECT_NE(log.find("exited: the engine was hung"), std::string::npos) << log;
 }

@@ -399,7 +399,16 @@ std::function<bool()> step_watchdog(ServerState& st, double limit_s) {
       st.engine_failure = why;
       st.engine_hung = true;
     }
-    kill(getpid(), SIGUSR1);  // wakes main's sigwait
+    kill(getpid(), SIGUSR1);  // wakes main's sigwait (if it still waits: not during a SIGTERM drain)
+    // A hung engine thread can never be joined, nor can a handler waiting on it (a prefix-cache
+    // reset): whatever main is blocked on, the process ends 10 s from now (twice the keep-alive
+    // timeout: the generation answers end with an error at their next 100 ms poll).
+    std::thread([&st] {
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      log_line("exited: the engine was hung; " + std::to_string(st.in_flight.load()) +
+               " answer(s) still in flight after 10 s were cut off");
+      std::_Exit(1);
+    }).detach();
     return false;
   };
 }
@@ -568,10 +577,7 @@ int serve(const ServeOptions& o) {
     return 1;
   }
   std::string engine_failure;
-  if (sig == SIGUSR1) {
-    std::lock_guard lk(st.failure_mu);
-    engine_failure = st.engine_failure;
-  }
+  if (sig == SIGUSR1 || st.engine_hung) engine_failure = st.dead_reason();  // hung: maybe beside an operator's signal
   st.draining = true;
   svr.stop_accepting();  // before the log line: whoever reads it must find the port closed
   // After an engine failure the process is on its way out already: an operator's first signal (a
@@ -582,21 +588,20 @@ int serve(const ServeOptions& o) {
     log_line("error: " + engine_failure +
              "; no new connections; answering what is in flight with an error, then exiting with status 1 "
              "without waiting for the engine (restart the server)");
-    free_signals = 1;
   } else if (!engine_failure.empty()) {
     log_line("error: " + engine_failure +
              "; every request it held was failed with it; no new connections; answering what is in flight, "
              "then exiting with status 1 (restart the server)");
-    free_signals = 1;
   }
-  if (free_signals) {
+  if (!engine_failure.empty() && sig == SIGUSR1) {  // an operator's signal, if it came first, was the one taken
+    free_signals = 1;
     const timespec now{0, 0};
     if (int pending = sigtimedwait(&operator_sigs, nullptr, &now); pending > 0) {
       log_line(std::string("received ") + (pending == SIGINT ? "SIGINT" : "SIGTERM") +
                ": already exiting after the engine failed (a second signal exits at once)");
       free_signals = 0;
     }
-  } else {
+  } else if (engine_failure.empty()) {
     log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
              ": no new connections; finishing " + std::to_string(st.in_flight.load()) +
              " in-flight request(s) (a second signal exits at once)");
@@ -612,28 +617,18 @@ int serve(const ServeOptions& o) {
     log_line("received a second signal: exiting now, in-flight requests are cut off");
     std::_Exit(1);
   }).detach();
-  // A hung engine thread can never be joined (nor can a handler waiting on it, as a prefix-cache
-  // reset does): the generation answers end with an error at their next poll, the HTTP workers are
-  // given 10 s (twice the keep-alive timeout) to write them, and the process exits without tearing
-  // the engine down.
-  auto exit_hung = [&http] {
-    auto joined = std::make_shared<std::atomic<bool>>(false);
-    std::thread([&http, joined] {
-      http.join();
-      *joined = true;
-    }).detach();
-    for (int i = 0; i < 500 && !*joined; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // A hung engine: the answers go out (or the watchdog's 10 s deadline ends the process), then the
+  // process exits without joining the engine thread.
+  auto exit_hung = [&st](bool said) {
+    if (!said) log_line("error: " + st.dead_reason());
     log_line("exited: the engine was hung");
     std::_Exit(1);
   };
-  if (st.engine_hung) exit_hung();
+  const bool hung_at_start = st.engine_hung;
   http.join();  // every worker finished its connection
-  if (st.engine_hung) {  // it hung while draining: the answers are out, the engine cannot be joined
-    log_line("error: " + st.dead_reason());
-    log_line("exited: the engine was hung");
-    std::_Exit(1);
-  }
-  st.rt->async_engine->drain_and_stop();
+  if (st.engine_hung) exit_hung(hung_at_start);  // hung before or during the drain
+  st.rt->async_engine->drain_and_stop();  // a step hanging here: the watchdog's deadline ends it
+  if (st.engine_hung) exit_hung(false);  // a step ran past the limit, then returned
   if (engine_failure.empty()) {  // it may have failed while draining
     engine_failure = st.rt->async_engine->failure();
     if (!engine_failure.empty()) log_line("error: the engine failed: " + engine_failure);
