@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -38,6 +39,15 @@ std::string poll_health_until_not_200(RawConnection& c) {
   }
   return got;
 }
+
+// A trigger file for VERBATIM_FAULT_AFTER_FORWARDS / VERBATIM_HANG_AFTER_FORWARDS=file:PATH: the
+// fault comes at the first forward call after arm(), whatever the machine's speed (a sanitizer
+// build runs these steps ~30x slower).
+struct FaultTrigger {
+  std::string path = temp_dir("fault-trigger") + "/armed";
+  std::string env() const { return "file:" + path; }
+  void arm() const { std::ofstream(path) << "now\n"; }
+};
 
 // A connection whose request body never arrives in full: its HTTP worker waits for it (up to the
 // 30 s read timeout), which holds a draining server's exit until the connection closes.
@@ -363,24 +373,27 @@ TEST(ServerLifecycle, KeepAliveAfterSigtermIsClosedAndTheServerExits) {
   EXPECT_EQ(s.wait_exit(10), 0) << s.log();  // the client has not hung up: the server did
 }
 
-// A device fault (injected: the backend's 201st forward call fails, and every later one) ends the
+// A device fault (injected: the backend's forward calls fail from the first after the test arms it) ends the
 // engine. Both requests it held fail: the stream with an error event (and the access line names
 // it), the plain request with a 500 naming the fault. /health says 503 with the reason (a client
 // kept alive asks it after the fault), and the process exits 1 so a supervisor restarts it, as
-// vLLM's does. Before, /health stayed 200 and every later request failed, one by one. The text
-// model takes ~8 ms a token here, so both requests run long before the fault.
+// vLLM's does. Before, /health stayed 200 and every later request failed, one by one. The
+// test arms the fault once both requests run.
 TEST(ServerLifecycle, ADeviceFaultMakesHealth503AndTheServerExitOne) {
-  setenv("VERBATIM_FAULT_AFTER_FORWARDS", "200", 1);
+  const FaultTrigger trigger;
+  setenv("VERBATIM_FAULT_AFTER_FORWARDS", trigger.env().c_str(), 1);
   ServerProcess s({text_model_dir()});
   unsetenv("VERBATIM_FAULT_AFTER_FORWARDS");
   const int port = s.port();
   TwoLongRequests both(s);
-  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 2; }, 30)) << s.log();
+  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 2; }, 60)) << s.log();
   RawConnection holder(port);
   hold_exit(holder);
   RawConnection kept(port);
+  kept.send_raw("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  ASSERT_NE(kept.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos) << "before the fault";
+  trigger.arm();
   const std::string got = poll_health_until_not_200(kept);
-  EXPECT_NE(got.find("HTTP/1.1 200"), std::string::npos) << "before the fault: " << got;
   EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
   EXPECT_NE(got.find("the engine failed: injected device fault"), std::string::npos) << got;
   both.join();
@@ -417,14 +430,17 @@ TEST(ServerLifecycle, ADeviceFaultMakesHealth503AndTheServerExitOne) {
 // SIGTERM first, then a fault while draining: the answers still go out (the engine's wake-up is
 // not taken for an operator's second signal), the failure is logged, and the exit status is 1.
 TEST(ServerLifecycle, AFaultWhileDrainingIsLoggedAndExitsOne) {
-  setenv("VERBATIM_FAULT_AFTER_FORWARDS", "100", 1);
+  const FaultTrigger trigger;
+  setenv("VERBATIM_FAULT_AFTER_FORWARDS", trigger.env().c_str(), 1);
   ServerProcess s({text_model_dir()});
   unsetenv("VERBATIM_FAULT_AFTER_FORWARDS");
   const int port = s.port();
   SseResult streamed;
   std::thread a([&] { streamed = post_stream(port, "/v1/completions", long_stream(1000)); });
-  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 30)) << s.log();
+  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 60)) << s.log();
   ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+  ASSERT_TRUE(wait_for([&] { return s.log().find("received SIGTERM") != std::string::npos; }, 30)) << s.log();
+  trigger.arm();
   a.join();
   EXPECT_TRUE(streamed.done) << "the stream's end must still be sent";
   ASSERT_FALSE(streamed.events.empty());
@@ -436,21 +452,24 @@ TEST(ServerLifecycle, AFaultWhileDrainingIsLoggedAndExitsOne) {
   EXPECT_EQ(log.find("received a second signal"), std::string::npos) << log;
 }
 
-// A step that never returns (injected: the backend's 201st forward call sleeps for ever, as a hung
+// A step that never returns (injected: a forward call after the test arms it sleeps for ever, as a hung
 // kernel would) trips --engine-step-timeout: both requests waiting on it end with an error naming
 // the hang (the stream with an error event), /health says 503, and the process exits 1 without
 // joining the hung engine. Before there was no watchdog: the requests and /health's 200 went on
 // for ever.
 TEST(ServerLifecycle, AHungStepTripsTheWatchdogAndTheServerExitsOne) {
-  setenv("VERBATIM_HANG_AFTER_FORWARDS", "200", 1);
+  const FaultTrigger trigger;
+  setenv("VERBATIM_HANG_AFTER_FORWARDS", trigger.env().c_str(), 1);
   ServerProcess s({text_model_dir(), "--engine-step-timeout", "1"});
   unsetenv("VERBATIM_HANG_AFTER_FORWARDS");
   const int port = s.port();
   TwoLongRequests both(s);
-  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 2; }, 30)) << s.log();
+  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 2; }, 60)) << s.log();
   RawConnection kept(port);
+  kept.send_raw("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  ASSERT_NE(kept.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos) << "before the hang";
+  trigger.arm();
   const std::string got = poll_health_until_not_200(kept);
-  EXPECT_NE(got.find("HTTP/1.1 200"), std::string::npos) << "before the hang: " << got;
   EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
   EXPECT_NE(got.find("the engine stopped responding"), std::string::npos) << got;
   both.join();
@@ -476,14 +495,17 @@ TEST(ServerLifecycle, AHungStepTripsTheWatchdogAndTheServerExitsOne) {
 // SIGTERM first, then the step hangs while the stream drains: the stream ends with an error
 // event, and the process exits 1 without joining the hung engine (main was past its signal wait).
 TEST(ServerLifecycle, AHangWhileDrainingExitsOne) {
-  setenv("VERBATIM_HANG_AFTER_FORWARDS", "200", 1);
+  const FaultTrigger trigger;
+  setenv("VERBATIM_HANG_AFTER_FORWARDS", trigger.env().c_str(), 1);
   ServerProcess s({text_model_dir(), "--engine-step-timeout", "1"});
   unsetenv("VERBATIM_HANG_AFTER_FORWARDS");
   const int port = s.port();
   SseResult streamed;
   std::thread a([&] { streamed = post_stream(port, "/v1/completions", long_stream(1000)); });
-  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 30)) << s.log();
+  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 60)) << s.log();
   ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+  ASSERT_TRUE(wait_for([&] { return s.log().find("received SIGTERM") != std::string::npos; }, 30)) << s.log();
+  trigger.arm();
   EXPECT_EQ(s.wait_exit(60), 1) << s.log();
   a.join();
   EXPECT_TRUE(streamed.done) << s.log();

@@ -6,6 +6,7 @@
 // environment sets VERBATIM_FAULT_AFTER_FORWARDS or VERBATIM_HANG_AFTER_FORWARDS (backend_factory.cpp).
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -20,8 +21,10 @@ namespace verbatim {
 class FaultBackend : public Backend {
  public:
   enum class Kind { Throw, Hang };
-  FaultBackend(std::unique_ptr<Backend> inner, int64_t after, Kind kind = Kind::Throw)
-      : inner_(std::move(inner)), after_(after), kind_(kind) {}
+  // After `after` good forward calls; or, with a trigger file, from the first call made once that
+  // file exists (a test arms the fault when it is ready, whatever the machine's speed).
+  FaultBackend(std::unique_ptr<Backend> inner, int64_t after, Kind kind = Kind::Throw, std::string trigger_file = "")
+      : inner_(std::move(inner)), after_(after), kind_(kind), trigger_(std::move(trigger_file)) {}
   void allocate_kv(int num_blocks, int block_size) override { inner_->allocate_kv(num_blocks, block_size); }
   size_t kv_block_bytes(int block_size) const override { return inner_->kv_block_bytes(block_size); }
   void forward_logits(const ForwardBatch& batch, float* logits) override {
@@ -41,18 +44,22 @@ class FaultBackend : public Backend {
 
  private:
   void count() {
-    if (calls_++ < after_) return;
+    ++calls_;
+    if (good_ < 0 && (trigger_.empty() ? calls_ <= after_ : !std::filesystem::exists(trigger_))) return;
+    if (good_ < 0) good_ = calls_ - 1;  // sticky from here on
     // Hung: the calling thread sleeps until the process ends, like one waiting on a kernel that
     // never finishes.
     while (kind_ == Kind::Hang) std::this_thread::sleep_for(std::chrono::hours(1));
     // Sticky, like a CUDA context after an illegal address: every call from then on fails.
     throw Error("injected device fault (forward call " + std::to_string(calls_) + ", after " +
-                std::to_string(after_) + " good ones)");
+                std::to_string(good_) + " good ones)");
   }
   std::unique_ptr<Backend> inner_;
   int64_t after_;
   Kind kind_;
+  std::string trigger_;
   int64_t calls_ = 0;
+  int64_t good_ = -1;  // calls before the first failing one; -1: none failed yet
 };
 
 }  // namespace verbatim

@@ -65,17 +65,33 @@ void validate_backend_options(const DeviceSpec& d, const BackendOptions& options
 
 namespace {
 
-// VERBATIM_FAULT_AFTER_FORWARDS=N / VERBATIM_HANG_AFTER_FORWARDS=N (tests only): the backend's
-// forward calls fail (or never return) after N good ones. Read before anything loads; -1: unset.
-int64_t injected_after(const char* name, const char* what) {
+// VERBATIM_FAULT_AFTER_FORWARDS / VERBATIM_HANG_AFTER_FORWARDS (tests only): N: the backend's
+// forward calls fail (or never return) after N good ones; file:PATH: from the first call made once
+// PATH exists. Read before anything loads.
+struct InjectedFault {
+  bool on = false;
+  int64_t after = 0;
+  std::string file;
+};
+
+InjectedFault injected(const char* name, const char* what) {
+  InjectedFault f;
   const char* env = std::getenv(name);
-  if (!env || !*env) return -1;
+  if (!env || !*env) return f;
   const std::string v = env;
+  f.on = true;
+  if (v.rfind("file:", 0) == 0 && v.size() > 5) {
+    f.file = v.substr(5);
+    std::fprintf(stderr, "verbatim: %s=%s: forward calls %s once that file exists (a test's fault)\n", name,
+                 v.c_str(), what);
+    return f;
+  }
   if (v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
-    throw Error(std::string(name) + "=" + v + ": expected a count of forward calls (0 to 999999999)");
+    throw Error(std::string(name) + "=" + v + ": expected a count of forward calls (0 to 999999999) or file:PATH");
+  f.after = std::stoll(v);
   std::fprintf(stderr, "verbatim: %s=%s: forward calls %s after %s (a test's fault)\n", name, v.c_str(), what,
                v.c_str());
-  return std::stoll(v);
+  return f;
 }
 
 std::unique_ptr<Backend> make_device_backend(const std::string& device, const std::string& model_dir, DType dtype,
@@ -101,11 +117,11 @@ std::unique_ptr<Backend> make_device_backend(const std::string& device, const st
 
 std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& model_dir, DType dtype,
                                       BackendOptions options) {
-  const int64_t fault_after = injected_after("VERBATIM_FAULT_AFTER_FORWARDS", "fail");
-  const int64_t hang_after = injected_after("VERBATIM_HANG_AFTER_FORWARDS", "never return");
+  const InjectedFault fault = injected("VERBATIM_FAULT_AFTER_FORWARDS", "fail");
+  const InjectedFault hang = injected("VERBATIM_HANG_AFTER_FORWARDS", "never return");
   std::unique_ptr<Backend> b = make_device_backend(device, model_dir, dtype, options);
-  if (fault_after >= 0) b = std::make_unique<FaultBackend>(std::move(b), fault_after);
-  if (hang_after >= 0) b = std::make_unique<FaultBackend>(std::move(b), hang_after, FaultBackend::Kind::Hang);
+  if (fault.on) b = std::make_unique<FaultBackend>(std::move(b), fault.after, FaultBackend::Kind::Throw, fault.file);
+  if (hang.on) b = std::make_unique<FaultBackend>(std::move(b), hang.after, FaultBackend::Kind::Hang, hang.file);
   return b;
 }
 
