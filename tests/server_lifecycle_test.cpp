@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -45,9 +46,42 @@ std::string poll_health_until_not_200(RawConnection& c) {
 // build runs these steps ~30x slower).
 struct FaultTrigger {
   std::string path = temp_dir("fault-trigger") + "/armed";
-  std::string env() const { return "file:" + path; }
   void arm() const { std::ofstream(path) << "now\n"; }
+  // `verbatim serve ARGS` with `hook` (VERBATIM_FAULT_AFTER_FORWARDS or VERBATIM_HANG_AFTER_FORWARDS)
+  // set to this trigger.
+  std::unique_ptr<ServerProcess> serve(const char* hook, const std::vector<std::string>& args) const {
+    setenv(hook, ("file:" + path).c_str(), 1);
+    auto s = std::make_unique<ServerProcess>(args);
+    unsetenv(hook);
+    return s;
+  }
 };
+
+// Once `running` requests run, /health says 200 on `kept`; then the fault is armed and /health is
+// polled on `kept` until it is not 200: `got` is everything read.
+void arm_while_running(ServerProcess& s, int running, const FaultTrigger& trigger, RawConnection& kept,
+                       std::string& got) {
+  ASSERT_TRUE(wait_for([&] { return metric(s.port(), "verbatim:num_requests_running") == running; }, 60)) << s.log();
+  kept.send_raw("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  ASSERT_NE(kept.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos) << "before the fault";
+  trigger.arm();
+  got = poll_health_until_not_200(kept);
+}
+
+// A 1,000-token stream; once it runs, SIGTERM; once that is logged, the fault is armed. `streamed`
+// is the stream as it ended (the server is killed if a step fails, so the stream always returns).
+void stream_sigterm_then_arm(ServerProcess& s, const FaultTrigger& trigger, SseResult& streamed) {
+  const int port = s.port();
+  std::thread a([&] { streamed = post_stream(port, "/v1/completions", long_stream(1000)); });
+  const bool running = wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 60);
+  const bool signalled = running && kill(s.pid(), SIGTERM) == 0 &&
+                         wait_for([&] { return s.log().find("received SIGTERM") != std::string::npos; }, 30);
+  if (signalled) trigger.arm();
+  else kill(s.pid(), SIGKILL);
+  a.join();
+  ASSERT_TRUE(running) << s.log();
+  ASSERT_TRUE(signalled) << s.log();
+}
 
 // A connection whose request body never arrives in full: its HTTP worker waits for it (up to the
 // 30 s read timeout), which holds a draining server's exit until the connection closes.
@@ -381,19 +415,14 @@ TEST(ServerLifecycle, KeepAliveAfterSigtermIsClosedAndTheServerExits) {
 // test arms the fault once both requests run.
 TEST(ServerLifecycle, ADeviceFaultMakesHealth503AndTheServerExitOne) {
   const FaultTrigger trigger;
-  setenv("VERBATIM_FAULT_AFTER_FORWARDS", trigger.env().c_str(), 1);
-  ServerProcess s({text_model_dir()});
-  unsetenv("VERBATIM_FAULT_AFTER_FORWARDS");
-  const int port = s.port();
-  TwoLongRequests both(s);
-  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 2; }, 60)) << s.log();
-  RawConnection holder(port);
+  const auto server = trigger.serve("VERBATIM_FAULT_AFTER_FORWARDS", {text_model_dir()});
+  ServerProcess& s = *server;
+  RawConnection holder(s.port());
   hold_exit(holder);
-  RawConnection kept(port);
-  kept.send_raw("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-  ASSERT_NE(kept.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos) << "before the fault";
-  trigger.arm();
-  const std::string got = poll_health_until_not_200(kept);
+  TwoLongRequests both(s);
+  RawConnection kept(s.port());
+  std::string got;
+  ASSERT_NO_FATAL_FAILURE(arm_while_running(s, 2, trigger, kept, got));
   EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
   EXPECT_NE(got.find("the engine failed: injected device fault"), std::string::npos) << got;
   both.join();
@@ -431,17 +460,10 @@ TEST(ServerLifecycle, ADeviceFaultMakesHealth503AndTheServerExitOne) {
 // not taken for an operator's second signal), the failure is logged, and the exit status is 1.
 TEST(ServerLifecycle, AFaultWhileDrainingIsLoggedAndExitsOne) {
   const FaultTrigger trigger;
-  setenv("VERBATIM_FAULT_AFTER_FORWARDS", trigger.env().c_str(), 1);
-  ServerProcess s({text_model_dir()});
-  unsetenv("VERBATIM_FAULT_AFTER_FORWARDS");
-  const int port = s.port();
+  const auto server = trigger.serve("VERBATIM_FAULT_AFTER_FORWARDS", {text_model_dir()});
+  ServerProcess& s = *server;
   SseResult streamed;
-  std::thread a([&] { streamed = post_stream(port, "/v1/completions", long_stream(1000)); });
-  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 60)) << s.log();
-  ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
-  ASSERT_TRUE(wait_for([&] { return s.log().find("received SIGTERM") != std::string::npos; }, 30)) << s.log();
-  trigger.arm();
-  a.join();
+  ASSERT_NO_FATAL_FAILURE(stream_sigterm_then_arm(s, trigger, streamed));
   EXPECT_TRUE(streamed.done) << "the stream's end must still be sent";
   ASSERT_FALSE(streamed.events.empty());
   EXPECT_TRUE(streamed.events.back().contains("error")) << streamed.events.back().dump();
@@ -459,17 +481,12 @@ TEST(ServerLifecycle, AFaultWhileDrainingIsLoggedAndExitsOne) {
 // for ever.
 TEST(ServerLifecycle, AHungStepTripsTheWatchdogAndTheServerExitsOne) {
   const FaultTrigger trigger;
-  setenv("VERBATIM_HANG_AFTER_FORWARDS", trigger.env().c_str(), 1);
-  ServerProcess s({text_model_dir(), "--engine-step-timeout", "1"});
-  unsetenv("VERBATIM_HANG_AFTER_FORWARDS");
-  const int port = s.port();
+  const auto server = trigger.serve("VERBATIM_HANG_AFTER_FORWARDS", {text_model_dir(), "--engine-step-timeout", "1"});
+  ServerProcess& s = *server;
   TwoLongRequests both(s);
-  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 2; }, 60)) << s.log();
-  RawConnection kept(port);
-  kept.send_raw("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-  ASSERT_NE(kept.read_until("HTTP/1.1 200", 1, 30).find("HTTP/1.1 200"), std::string::npos) << "before the hang";
-  trigger.arm();
-  const std::string got = poll_health_until_not_200(kept);
+  RawConnection kept(s.port());
+  std::string got;
+  ASSERT_NO_FATAL_FAILURE(arm_while_running(s, 2, trigger, kept, got));
   EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
   EXPECT_NE(got.find("the engine stopped responding"), std::string::npos) << got;
   both.join();
@@ -496,18 +513,11 @@ TEST(ServerLifecycle, AHungStepTripsTheWatchdogAndTheServerExitsOne) {
 // event, and the process exits 1 without joining the hung engine (main was past its signal wait).
 TEST(ServerLifecycle, AHangWhileDrainingExitsOne) {
   const FaultTrigger trigger;
-  setenv("VERBATIM_HANG_AFTER_FORWARDS", trigger.env().c_str(), 1);
-  ServerProcess s({text_model_dir(), "--engine-step-timeout", "1"});
-  unsetenv("VERBATIM_HANG_AFTER_FORWARDS");
-  const int port = s.port();
+  const auto server = trigger.serve("VERBATIM_HANG_AFTER_FORWARDS", {text_model_dir(), "--engine-step-timeout", "1"});
+  ServerProcess& s = *server;
   SseResult streamed;
-  std::thread a([&] { streamed = post_stream(port, "/v1/completions", long_stream(1000)); });
-  ASSERT_TRUE(wait_for([&] { return metric(port, "verbatim:num_requests_running") == 1; }, 60)) << s.log();
-  ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
-  ASSERT_TRUE(wait_for([&] { return s.log().find("received SIGTERM") != std::string::npos; }, 30)) << s.log();
-  trigger.arm();
+  ASSERT_NO_FATAL_FAILURE(stream_sigterm_then_arm(s, trigger, streamed));
   EXPECT_EQ(s.wait_exit(60), 1) << s.log();
-  a.join();
   EXPECT_TRUE(streamed.done) << s.log();
   ASSERT_FALSE(streamed.events.empty());
   EXPECT_TRUE(streamed.events.back().contains("error")) << streamed.events.back().dump();

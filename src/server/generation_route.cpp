@@ -87,8 +87,8 @@ class GenerationRun {
   }
 
   bool done() const { return job_.all_finished(); }
-  ServerState& state() { return st_; }
-  // The engine will not answer (hung): every unfinished choice ends now with `why` as the error.
+  // The engine will not answer (hung): every unfinished choice ends now with `why` as the error,
+  // as a failed step's final updates end them.
   void fail_unfinished(const std::string& why, std::vector<std::string>* sse) {
     for (size_t i = 0; i < job_.choices().size(); ++i)
       if (!job_.choices()[i].state.finished()) {
@@ -208,10 +208,7 @@ void handle_generation(ServerState& st, const httplib::Request& req, httplib::Re
         res.status = 499;  // nginx's "client closed request", for the access log: nothing is sent
         return;
       }
-      if (p == GenerationRun::Pump::Hung) {
-        access_note(access_note_of(*run, false));
-        throw HttpError(500, "the engine failed this request: " + st.dead_reason());
-      }
+      if (p == GenerationRun::Pump::Hung) run->fail_unfinished(st.dead_reason(), nullptr);  // the 500 below
     }
     access_note(access_note_of(*run, false));
     if (!run->error().empty()) throw HttpError(500, "the engine failed this request: " + run->error());
@@ -224,11 +221,11 @@ void handle_generation(ServerState& st, const httplib::Request& req, httplib::Re
   auto closed = std::make_shared<bool>(false);
   res.set_chunked_content_provider(
       "text/event-stream",
-      [run, closed](size_t, httplib::DataSink& sink) {
+      [&st, run, closed](size_t, httplib::DataSink& sink) {  // st outlives every connection (serve())
         if (*closed) return false;
         std::vector<std::string> events;
         auto r = run->pump(&events);
-        if (r == GenerationRun::Pump::Hung) run->fail_unfinished(run->state().dead_reason(), &events);
+        if (r == GenerationRun::Pump::Hung) run->fail_unfinished(st.dead_reason(), &events);
         // The content provider runs on the request's HTTP thread, where the access log reads the note.
         auto gone = [&run] {
           access_note(access_note_of(*run, true));

@@ -324,6 +324,13 @@ void register_routes(HttpServer& svr, ServerState& st) {
     });
 }
 
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+// An operator's signal while the process already exits after an engine failure: noted only.
+void note_signal_after_failure(int sig) {
+  log_line(std::string("received ") + signal_name(sig) + ": already exiting after the engine failed (a second signal exits at once)");
+}
+
 // Calls tick() every `interval_s` seconds on its own thread until destroyed or tick() returns
 // false. Off for an interval <= 0 or past a day (wait_for's conversion would overflow).
 class Ticker {
@@ -562,8 +569,7 @@ int serve(const ServeOptions& o) {
   // ready), so the process exits now instead of after a load that takes minutes on a real
   // checkpoint (during which a second signal was not even read).
   if (!loader_done && !st.ready) {
-    log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
-             " while the model was loading: exiting (no request was in flight)");
+    log_line(std::string("received ") + signal_name(sig) + " while the model was loading: exiting (no request was in flight)");
     std::_Exit(0);
   }
   loader.join();
@@ -597,21 +603,18 @@ int serve(const ServeOptions& o) {
     free_signals = 1;
     const timespec now{0, 0};
     if (int pending = sigtimedwait(&operator_sigs, nullptr, &now); pending > 0) {
-      log_line(std::string("received ") + (pending == SIGINT ? "SIGINT" : "SIGTERM") +
-               ": already exiting after the engine failed (a second signal exits at once)");
+      note_signal_after_failure(pending);
       free_signals = 0;
     }
   } else if (engine_failure.empty()) {
-    log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
-             ": no new connections; finishing " + std::to_string(st.in_flight.load()) +
-             " in-flight request(s) (a second signal exits at once)");
+    log_line(std::string("received ") + signal_name(sig) + ": no new connections; finishing " +
+             std::to_string(st.in_flight.load()) + " in-flight request(s) (a second signal exits at once)");
   }
   std::thread([operator_sigs, free_signals] {
     int again = 0;
     for (int i = 0; i < free_signals; ++i) {
       sigwait(&operator_sigs, &again);
-      log_line(std::string("received ") + (again == SIGINT ? "SIGINT" : "SIGTERM") +
-               ": already exiting after the engine failed (a second signal exits at once)");
+      note_signal_after_failure(again);
     }
     sigwait(&operator_sigs, &again);
     log_line("received a second signal: exiting now, in-flight requests are cut off");
@@ -630,8 +633,8 @@ int serve(const ServeOptions& o) {
   st.rt->async_engine->drain_and_stop();  // a step hanging here: the watchdog's deadline ends it
   if (st.engine_hung) exit_hung(false);  // a step ran past the limit, then returned
   if (engine_failure.empty()) {  // it may have failed while draining
-    engine_failure = st.rt->async_engine->failure();
-    if (!engine_failure.empty()) log_line("error: the engine failed: " + engine_failure);
+    engine_failure = st.dead_reason();
+    if (!engine_failure.empty()) log_line("error: " + engine_failure);
   }
   if (!engine_failure.empty()) {
     log_line("exited after the engine failed");
