@@ -540,6 +540,22 @@ TEST(ServerLifecycle, AFaultHookThatIsNotACountIsRefused) {
   unsetenv("VERBATIM_FAULT_AFTER_FORWARDS");
 }
 
+// The real-device fault hook needs a GPU backend: on the CPU it is refused before anything loads,
+// never silently ignored (a GPU test that set it would otherwise pass without a fault).
+TEST(ServerLifecycle, TheDeviceFaultHookIsRefusedOnTheCpu) {
+  for (const char* hook : {"VERBATIM_DEVICE_FAULT_AFTER_FORWARDS", "VERBATIM_DEVICE_HANG_AFTER_FORWARDS"}) {
+    setenv(hook, "3", 1);
+    try {
+      ServerProcess s({model()});
+      ADD_FAILURE() << "the server started on the CPU with " << hook;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(hook) + ": needs --device cuda"), std::string::npos)
+          << e.what();
+    }
+    unsetenv(hook);
+  }
+}
+
 TEST(ServerLifecycle, DisconnectMidStreamAbortsAndFreesBlocks) {
   ServerProcess s({model(), "--no-enable-prefix-caching"});
   int port = s.port();

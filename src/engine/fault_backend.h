@@ -4,9 +4,12 @@
 // (engine.h, Engine::failure) and the server's step watchdog through a real server. The CPU
 // reference cannot fault or hang on its own; `verbatim serve` wraps its backend in one when the
 // environment sets VERBATIM_FAULT_AFTER_FORWARDS or VERBATIM_HANG_AFTER_FORWARDS (backend_factory.cpp).
+// Kind::Device runs a given action once instead (on a GPU: a kernel that really faults or never
+// returns, VERBATIM_DEVICE_*_AFTER_FORWARDS) and lets the call go on, to meet the real failure.
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -20,11 +23,16 @@ namespace verbatim {
 
 class FaultBackend : public Backend {
  public:
-  enum class Kind { Throw, Hang };
+  enum class Kind { Throw, Hang, Device };
   // After `after` good forward calls; or, with a trigger file, from the first call made once that
   // file exists (a test arms the fault when it is ready, whatever the machine's speed).
-  FaultBackend(std::unique_ptr<Backend> inner, int64_t after, Kind kind = Kind::Throw, std::string trigger_file = "")
-      : inner_(std::move(inner)), after_(after), kind_(kind), trigger_(std::move(trigger_file)) {}
+  FaultBackend(std::unique_ptr<Backend> inner, int64_t after, Kind kind = Kind::Throw, std::string trigger_file = "",
+               std::function<void()> device_action = {})
+      : inner_(std::move(inner)),
+        after_(after),
+        kind_(kind),
+        trigger_(std::move(trigger_file)),
+        device_action_(std::move(device_action)) {}
   void allocate_kv(int num_blocks, int block_size) override { inner_->allocate_kv(num_blocks, block_size); }
   size_t kv_block_bytes(int block_size) const override { return inner_->kv_block_bytes(block_size); }
   void forward_logits(const ForwardBatch& batch, float* logits) override {
@@ -46,6 +54,11 @@ class FaultBackend : public Backend {
   void count() {
     ++calls_;
     if (good_ < 0 && (trigger_.empty() ? calls_ <= after_ : !std::filesystem::exists(trigger_))) return;
+    if (kind_ == Kind::Device) {  // once: from then on the device itself is what fails
+      if (good_ < 0 && device_action_) device_action_();
+      if (good_ < 0) good_ = calls_ - 1;
+      return;
+    }
     if (good_ < 0) good_ = calls_ - 1;  // sticky from here on
     // Hung: the calling thread sleeps until the process ends, like one waiting on a kernel that
     // never finishes.
@@ -58,6 +71,7 @@ class FaultBackend : public Backend {
   int64_t after_;
   Kind kind_;
   std::string trigger_;
+  std::function<void()> device_action_;
   int64_t calls_ = 0;
   int64_t good_ = -1;  // calls before the first failing one; -1: none failed yet
 };

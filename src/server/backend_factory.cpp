@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "engine/cpu_backend.h"
@@ -119,7 +120,23 @@ std::unique_ptr<Backend> make_backend(const std::string& device, const std::stri
                                       BackendOptions options) {
   const InjectedFault fault = injected("VERBATIM_FAULT_AFTER_FORWARDS", "fail");
   const InjectedFault hang = injected("VERBATIM_HANG_AFTER_FORWARDS", "never return");
+  // The same on the GPU itself: a kernel that faults for real (or never returns) is queued before
+  // the forward call's work, which then meets the sticky error (or waits behind it).
+  const InjectedFault device_fault = injected("VERBATIM_DEVICE_FAULT_AFTER_FORWARDS", "meet a real device fault");
+  const InjectedFault device_hang = injected("VERBATIM_DEVICE_HANG_AFTER_FORWARDS", "wait on a kernel that never ends");
+  if ((device_fault.on || device_hang.on) && (parse_device(device).kind != "cuda" || options.tensor_parallel_size != 1))
+    throw Error(std::string(device_fault.on ? "VERBATIM_DEVICE_FAULT_AFTER_FORWARDS" : "VERBATIM_DEVICE_HANG_AFTER_FORWARDS") +
+                ": needs --device cuda with --tensor-parallel-size 1 (the CPU backend has no device to fault)");
   std::unique_ptr<Backend> b = make_device_backend(device, model_dir, dtype, options);
+#ifdef VERBATIM_HAVE_CUDA
+  for (const auto& [f, hangs] : {std::pair{device_fault, false}, std::pair{device_hang, true}}) {
+    if (!f.on) continue;
+    auto* cuda = dynamic_cast<CudaBackend*>(b.get());
+    if (!cuda) throw Error("VERBATIM_DEVICE_*_AFTER_FORWARDS: the backend is not a single-GPU CUDA backend");
+    b = std::make_unique<FaultBackend>(std::move(b), f.after, FaultBackend::Kind::Device, f.file,
+                                       [cuda, hangs = hangs] { cuda->inject_device_fault(hangs); });
+  }
+#endif
   if (fault.on) b = std::make_unique<FaultBackend>(std::move(b), fault.after, FaultBackend::Kind::Throw, fault.file);
   if (hang.on) b = std::make_unique<FaultBackend>(std::move(b), hang.after, FaultBackend::Kind::Hang, hang.file);
   return b;

@@ -564,6 +564,11 @@ CudaBackend::~CudaBackend() {
   if (m.stream) cudaStreamDestroy(m.stream);
 }
 
+void CudaBackend::inject_device_fault(bool hang) {
+  VB_CUDA(cudaSetDevice(impl_->device));
+  cuda::launch_injected_fault(hang, impl_->stream);
+}
+
 const ModelConfig& CudaBackend::config() const { return impl_->c; }
 DType CudaBackend::dtype() const { return impl_->act; }
 std::string CudaBackend::device_name() const { return impl_->name; }

@@ -63,6 +63,10 @@ class CudaBackend : public Backend {
   // captures a collective (session 2's failing TP runs were the ones whose first collective was a
   // captured one).
   void tp_warm_up();
+  // Tests only (VERBATIM_DEVICE_FAULT_AFTER_FORWARDS / _HANG_): queues a kernel on this backend's
+  // stream that faults for real (hang = false: an illegal address, sticky for the context) or never
+  // returns, so the work queued after it fails or waits for ever as a real fault would make it.
+  void inject_device_fault(bool hang);
 
  private:
   struct Impl;

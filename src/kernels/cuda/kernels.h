@@ -210,6 +210,10 @@ void rope(void* x, RowMap xm, int64_t T, int heads, int head_dim, const int32_t*
 void silu_mul(const void* gate, const void* up, int64_t ld_in, int64_t T, int64_t D, DType t, void* out,
               cudaStream_t stream);
 void add_inplace(void* x, const void* y, int64_t n, DType t, cudaStream_t stream);
+
+// Tests only (fault_inject.cu): a kernel on `stream` that faults for real (an illegal address, sticky
+// for the context) or, with hang, never returns.
+void launch_injected_fault(bool hang, cudaStream_t stream);
 // out[t, :] = E[tokens[t], :] (E already in dtype t).
 void embed(const void* E, int64_t hidden, const int32_t* tokens, int64_t T, DType t, void* out, cudaStream_t stream);
 // out[r, :] = x[rows[r], :] for R rows of width D.
