@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Session 44, call b (one GPU). s44_a's "under load" runs hit the fault during `verbatim check`'s
+# first one-user request, so one request was in flight. Here 64 requests (half streamed, half not,
+# 2,000 tokens each) are in flight when a trigger file arms the REAL device fault (or hang): each must
+# end with an answer (a 500, or a stream's error event), none may be lost (curl 000) or hang, and
+# the server must exit 1 on its own. On an H200 first: the owed record of main's kernels.
+# Pack: verbatim + the three CUDA tests.
+cd "$(dirname "$0")/../.."
+source scripts/device/common.sh
+# in_flight_fault TAG HOOK [SERVE ARGS]: the check above with HOOK=file:TRIGGER.
+in_flight_fault() {
+  local tag=$1 hook=$2 port=18438 p ok=0 rc t0 d=$W/ul_$1
+  shift 2
+  rm -rf $d && mkdir -p $d
+  env $hook=file:$d/trigger "$VB" serve $W/m06 --device ${DEVICE:-cuda} --host 127.0.0.1 --port $port \
+    $([ "${DEVICE:-cuda}" = cuda ] && echo --gpu-memory-utilization 0.3) "$@" > $OUT/serve_$tag.log 2>&1 &
+  p=$!
+  for i in $(seq 60); do curl -sf http://127.0.0.1:$port/health > /dev/null && { ok=1; break; }; sleep 1; done
+  [ $ok = 1 ] || { say "$tag server not ready"; kill $p; return; }
+  local pids=()
+  for i in $(seq 0 63); do
+    local stream=$([ $((i % 2)) = 0 ] && echo true || echo false)
+    ( code=$(curl -s -m 90 -o $d/$i.out -w '%{http_code}' http://127.0.0.1:$port/v1/completions \
+        -H 'Content-Type: application/json' \
+        -d "{\"prompt\": [$((100 + i)), 7, 8, 9, $((200 + i))], \"max_tokens\": 2000, \"ignore_eos\": true, \"stream\": $stream}")
+      echo "$code $stream" > $d/$i.code ) &
+    pids+=($!)
+  done
+  sleep 1
+  curl -s http://127.0.0.1:$port/metrics | grep -E '^verbatim:num_requests_running' | head -1 > $d/running.txt
+  touch $d/trigger
+  t0=$SECONDS
+  wait "${pids[@]}"
+  local answered=$((SECONDS - t0))
+  for i in $(seq 30); do kill -0 $p 2> /dev/null || break; sleep 1; done
+  kill -0 $p 2> /dev/null && { say "$tag: server still up 30 s after the answers: killed"; kill -9 $p; }
+  wait $p
+  rc=$?
+  say "$tag: armed with $(cat $d/running.txt); the 64 answers came within $answered s of arming; server exit $rc"
+  python3 - $d << 'PY' | tee -a $LOG
+import collections, glob, json, os, sys
+d = sys.argv[1]
+kinds = collections.Counter()
+for f in sorted(glob.glob(os.path.join(d, "*.code"))):
+    code, stream = open(f).read().split()
+    body = open(f[:-5] + ".out", errors="replace").read()
+    if stream == "true":
+        events = [l[6:] for l in body.splitlines() if l.startswith("data: ")]
+        last = events[-2] if len(events) >= 2 and events[-1] == "[DONE]" else (events[-1] if events else "")
+        ended = "error event" if '"error"' in last else ("[DONE] without error" if events and events[-1] == "[DONE]" else "cut off")
+        kinds[f"stream {code} {ended}"] += 1
+    else:
+        kinds[f"plain {code}" + (" error JSON" if '"error"' in body else "")] += 1
+print("  " + "; ".join(f"{k}: {v}" for k, v in sorted(kinds.items())))
+PY
+  grep -E "error:|exited" $OUT/serve_$tag.log | head -3 | tee -a $LOG
+}
+if is_h200; then
+  call_start s44_b 560
+  short_record
+else
+  call_start_06 s44_b 200
+fi
+in_flight_fault inflight_fault VERBATIM_DEVICE_FAULT_AFTER_FORWARDS
+in_flight_fault inflight_hang VERBATIM_DEVICE_HANG_AFTER_FORWARDS --engine-step-timeout 3
+call_finish
