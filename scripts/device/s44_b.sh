@@ -59,8 +59,18 @@ if is_h200; then
   call_start s44_b 560
   short_record
 else
-  call_start_06 s44_b 200
+  call_start s44_b 330
 fi
 in_flight_fault inflight_fault VERBATIM_DEVICE_FAULT_AFTER_FORWARDS
 in_flight_fault inflight_hang VERBATIM_DEVICE_HANG_AFTER_FORWARDS --engine-step-timeout 3
+if ! is_h200; then
+  # Diagnosis for the next session (issue 4): the 8B batch-1 timeline with main's W preload (weights
+  # <= 16 MiB) and with every weight's first ring stages issued before the PDL wait: does the qkv
+  # GEMM's ~5 us over its bytes (session 35's table) come from its start?
+  wait_for $W/m8 60 && {
+    trace_decode 8_b1 $W/m8 1
+    trace_decode 8_b1_pre2 $W/m8 1 VERBATIM_GEMM_STREAM_PRELOAD=2
+    EB_BATCHES=1,8 EB_PREFILL=0 EB_MIN_LEFT=40 ab_vars pre $W/m8 2 p1 VERBATIM_GEMM_STREAM_PRELOAD=1 p2 VERBATIM_GEMM_STREAM_PRELOAD=2
+  }
+fi
 call_finish

@@ -548,7 +548,7 @@ GemmTuning tuning_from_env() {
   t.v1_prefetch_bytes = std::max(0, env_int("VERBATIM_GEMM_V1_PREFETCH", t.v1_prefetch_bytes));
   t.stream_stages16 = std::clamp(env_int("VERBATIM_GEMM_STREAM_STAGES", t.stream_stages16), 3, 5);
   t.stream_stages32 = std::clamp(env_int("VERBATIM_GEMM_STREAM_STAGES32", t.stream_stages32), 3, 4);
-  t.stream_preload = std::clamp(env_int("VERBATIM_GEMM_STREAM_PRELOAD", t.stream_preload), 0, 2);
+  t.stream_preload = std::clamp(env_int("VERBATIM_GEMM_STREAM_PRELOAD", t.stream_preload), 0, 3);
   t.stream_preload_l2 = std::clamp(env_int("VERBATIM_GEMM_STREAM_PRELOAD_L2", t.stream_preload_l2), 0, 64);
   return t;
 }
@@ -561,10 +561,12 @@ GemmTuning tuning() {
   return g_tuning;
 }
 // The stream kernel's knobs for this launch: the preload only under PDL (nothing to overlap
-// without), and at stream_preload 1 only for weights of <= 16 MiB (as prefetch_for).
+// without); at stream_preload 1 for weights of <= 16 MiB (as prefetch_for) and for every weight at
+// <= 32 rows, at 3 for weights of <= 16 MiB only (session 22's rule).
 StreamTuning stream_tuning(const GemmArgs& a) {
   const GemmTuning t = tuning();
-  const bool pre = pdl_enabled() && (t.stream_preload == 2 || (t.stream_preload == 1 && small_weight(a)));
+  const bool rule = small_weight(a) || (t.stream_preload == 1 && a.M <= 32);
+  const bool pre = pdl_enabled() && (t.stream_preload == 2 || ((t.stream_preload == 1 || t.stream_preload == 3) && rule));
   return {t.stream_stages16, t.stream_stages32, pre ? 1 : 0, pre ? t.stream_preload_l2 : 0};
 }
 

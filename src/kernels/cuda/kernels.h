@@ -167,11 +167,16 @@ struct GemmTuning {
   int stream_stages32 = 4;
   // The stream kernel under PDL: W's copies of its ring's first stages issued before the PDL wait
   // (W is written at load only), so a GEMM resident beside the kernel before has them in flight
-  // when the wait returns. 0 never, 1 for weights of <= 16 MiB, 2 always. VERBATIM_GEMM_STREAM_PRELOAD.
-  // 1 since session 22 (s22_a, H200, ms/step at batch 1 / 8 / 32 / 64, 2 rounds): 0.6B 1.150-1.158
-  // / 1.569-1.579 / 2.783-2.797 / 4.247-4.251 -> 1.084-1.087 / 1.490 / 2.714-2.717 / 4.162-4.169;
-  // 8B (no weight that small) the same; 2 on the 8B 4.742-4.753 / 5.387-5.395 / 7.263-7.267 /
-  // 9.965-9.980 against 4.770-4.780 / 5.362-5.369 / 7.289-7.298 / 9.783-9.811.
+  // when the wait returns. 0 never, 1 for weights of <= 16 MiB and for every weight at <= 32 rows,
+  // 2 always, 3 for weights of <= 16 MiB only. VERBATIM_GEMM_STREAM_PRELOAD.
+  // Session 22 (s22_a, H200, ms/step at batch 1 / 8 / 32 / 64, 2 rounds) made weights <= 16 MiB the
+  // rule: 0.6B 1.150-1.158 / 1.569-1.579 / 2.783-2.797 / 4.247-4.251 -> 1.084-1.087 / 1.490 /
+  // 2.714-2.717 / 4.162-4.169; 8B (no weight that small) the same; 2 on the 8B 4.742-4.753 /
+  // 5.387-5.395 / 7.263-7.267 / 9.965-9.980 against 4.770-4.780 / 5.362-5.369 / 7.289-7.298 /
+  // 9.783-9.811. Session 44 (s44_c, an H100, main's kernels of then, 2 rounds): 2 against that rule,
+  // 8B 6.073 / 6.519-6.534 / 8.133-8.136 / 10.962-10.968 -> 5.901-5.915 / 6.406-6.408 / 7.957-7.958 /
+  // 10.958-10.973, 1.7B -0.5 / +0.2 / -0.8 / 0%: so every weight at <= 32 rows joined the rule (at
+  // 64 rows neither card gained).
   int stream_preload = 1;
   // With the preload: W's boxes of this many stages past the ring's prefetched into L2 before the
   // wait as well (VERBATIM_GEMM_STREAM_PRELOAD_L2; 256 k x 64 rows = 32 KB a stage and CTA). 0:
