@@ -245,6 +245,11 @@ cuda::GemmTuning stream_stages(cuda::GemmTuning t, int s, int preload = 0, int l
   t.stream_preload_l2 = l2;
   return t;
 }
+// With the preload: W of only the ring's first n stages before the wait (GemmTuning::stream_preload_stages).
+cuda::GemmTuning preload_stages(cuda::GemmTuning t, int n) {
+  t.stream_preload_stages = n;
+  return t;
+}
 // The stream kernel with s stages at 17..32 rows (GemmTuning::stream_stages32).
 cuda::GemmTuning stream_stages32(cuda::GemmTuning t, int s) {
   t.stream_stages32 = s;
@@ -306,6 +311,8 @@ TEST_P(CudaOps, GemmKernelsAreV1BitForBit) {
       {cuda::GemmKernel::Stream, stream_stages(tuned(-1, false, 0), 3, 2), "stream, W's first stages before the PDL wait"},
       {cuda::GemmKernel::Stream, stream_stages(tuned(-1, false, 0), 5, 2, 8),
        "stream, 5 stages at <= 16 rows, W's first stages (and 8 more into L2) before the PDL wait"},
+      {cuda::GemmKernel::Stream, preload_stages(stream_stages(tuned(-1, false, 0), 4, 2), 1),
+       "stream, 4 stages at <= 16 rows, W of the first stage only before the PDL wait"},
       {cuda::GemmKernel::Auto, tuned(-1, false, 0), "auto, segments added in the kernel by size"},
       {cuda::GemmKernel::Auto, cuda::GemmTuning{}, "auto, default knobs"}};
   int compared = 0;

@@ -550,6 +550,7 @@ GemmTuning tuning_from_env() {
   t.stream_stages32 = std::clamp(env_int("VERBATIM_GEMM_STREAM_STAGES32", t.stream_stages32), 3, 4);
   t.stream_preload = std::clamp(env_int("VERBATIM_GEMM_STREAM_PRELOAD", t.stream_preload), 0, 3);
   t.stream_preload_l2 = std::clamp(env_int("VERBATIM_GEMM_STREAM_PRELOAD_L2", t.stream_preload_l2), 0, 64);
+  t.stream_preload_stages = std::clamp(env_int("VERBATIM_GEMM_STREAM_PRELOAD_STAGES", t.stream_preload_stages), 0, 5);
   return t;
 }
 GemmTuning tuning() {
@@ -567,7 +568,8 @@ StreamTuning stream_tuning(const GemmArgs& a) {
   const GemmTuning t = tuning();
   const bool rule = small_weight(a) || (t.stream_preload == 1 && a.M <= 32);
   const bool pre = pdl_enabled() && (t.stream_preload == 2 || ((t.stream_preload == 1 || t.stream_preload == 3) && rule));
-  return {t.stream_stages16, t.stream_stages32, pre ? 1 : 0, pre ? t.stream_preload_l2 : 0};
+  const int stages = t.stream_preload_stages > 0 ? t.stream_preload_stages : 99;  // 99: the whole ring
+  return {t.stream_stages16, t.stream_stages32, pre ? stages : 0, pre ? t.stream_preload_l2 : 0};
 }
 
 // Up to 32 rows, with or without the SiLU epilogue (gemm_silu_mul): one 16-row tile per warp with

@@ -118,16 +118,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   // resident while the kernel before runs starts with them in flight. W is written at load only
   // (read_step_inputs_before_pdl, common.cuh); x, written by the kernel before, comes after the
   // wait. Scheduling only: the same words land in the same slots for the same MMAs.
-  // l2_stages: W's boxes of that many stages past the ring's into L2 as well.
+  // preload: that many of the ring's first stages (at most S); l2_stages: W's boxes of that many
+  // stages past those into L2 as well.
+  const int P = min(preload, S);
   int pre = 0;  // stages whose W was issued before the wait (the producer lane's count)
-  if (producer && preload > 0) {
+  if (producer && P > 0) {
     int g = 0;
-    for (int item = blockIdx.x; item < items && g < S + l2_stages; item += gridDim.x) {
+    for (int item = blockIdx.x; item < items && g < P + l2_stages; item += gridDim.x) {
       const auto [n0, s0, s1] = item_at(a, item, tiles, cols, split, SILU);
-      for (int s = s0; s < s1 && g < S + l2_stages; ++s) {
+      for (int s = s0; s < s1 && g < P + l2_stages; ++s) {
         const int k_end = seg_end(a, s);
-        for (int kb = seg_begin(a, s); kb < k_end && g < S + l2_stages; kb += kStageK, ++g) {
-          if (g < S) {
+        for (int kb = seg_begin(a, s); kb < k_end && g < P + l2_stages; kb += kStageK, ++g) {
+          if (g < P) {
             issue(g, kb, n0, k_end, true, false);
             pre = g + 1;
             continue;

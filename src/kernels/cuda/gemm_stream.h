@@ -10,9 +10,10 @@ constexpr int kStreamMaxM = 64;
 // Whether the kernel takes these arguments (a.M <= kStreamMaxM and tensor maps fit; with the SiLU
 // epilogue, a.silu_cols > 0: up to 32 rows, silu_cols % 32 == 0; split segments added in the kernel).
 bool stream_fits(const GemmArgs& a, size_t esize);
-// stages16: ring depth at <= 16 rows (3, 4 or 5); stages32: at 17-32 rows (3 or 4); preload: 1 issues W's copies of the ring's
-// first stages before the PDL wait (GemmTuning::stream_preload), and with it l2_stages more
-// stages of W into L2 (GemmTuning::stream_preload_l2).
+// stages16: ring depth at <= 16 rows (3, 4 or 5); stages32: at 17-32 rows (3 or 4); preload: the
+// ring's first stages whose W copies are issued before the PDL wait (0 none; past the ring's depth:
+// all of them; GemmTuning::stream_preload, _preload_stages), and with them l2_stages more stages of
+// W into L2 (GemmTuning::stream_preload_l2).
 struct StreamTuning {
   int stages16 = 3;
   int stages32 = 4;

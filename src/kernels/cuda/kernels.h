@@ -182,6 +182,11 @@ struct GemmTuning {
   // wait as well (VERBATIM_GEMM_STREAM_PRELOAD_L2; 256 k x 64 rows = 32 KB a stage and CTA). 0:
   // 8 with preload 2 made the 8B 2-4% slower than preload 2 alone, the 0.6B level (s22_a).
   int stream_preload_l2 = 0;
+  // With the preload: how many of the ring's first stages (0: all of them, the default; 1..5, at
+  // most the ring's depth). Fewer leave less traffic beside the glue kernel the GEMM overlaps
+  // (session 44's timelines: with the preload the norms and the merge took 1.4-1.9 us longer).
+  // VERBATIM_GEMM_STREAM_PRELOAD_STAGES.
+  int stream_preload_stages = 0;
 };
 GemmTuning gemm_tuning();
 void set_gemm_tuning(const GemmTuning& t);
