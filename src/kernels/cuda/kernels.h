@@ -184,8 +184,9 @@ struct GemmTuning {
   int stream_preload_l2 = 0;
   // With the preload: how many of the ring's first stages (0: all of them, the default; 1..5, at
   // most the ring's depth). Fewer leave less traffic beside the glue kernel the GEMM overlaps
-  // (session 44's timelines: with the preload the norms and the merge took 1.4-1.9 us longer).
-  // VERBATIM_GEMM_STREAM_PRELOAD_STAGES.
+  // (session 44's timelines: with the preload the norms and the merge took 1.4-1.9 us longer), but
+  // measured slower or level (s44_d, H100, 8B at batch 1: 1 stage 5.857-5.858 ms, 2 stages
+  // 5.754-5.778, the whole ring of 3 5.763-5.787). VERBATIM_GEMM_STREAM_PRELOAD_STAGES.
   int stream_preload_stages = 0;
 };
 GemmTuning gemm_tuning();
