@@ -198,28 +198,40 @@ PY
   fi
   kill $pa $pb 2> /dev/null; wait $pa $pb 2> /dev/null
 }
-# injected_check TAG PORT ENV [SERVE ARGS...]: `serve --device cuda` on the 0.6B with ENV set, one
-# request of 30 tokens; says its HTTP status and body, what /health and a second request then get,
-# the server's exit status and seconds to exit, and its last lines (session 43; 44 added the rest).
-injected_check() {
-  local tag=$1 port=$2 env=$3 p ok=0 code code2 health rc t0
+# serve_bg TAG PORT ENV [SERVE ARGS...]: `serve` on the 0.6B ($W/m06, --device ${DEVICE:-cuda}) with
+# ENV (VAR=value) set, in the background, log $OUT/serve_TAG.log, its pid in SERVE_PID; true once
+# /health answers (60 s), else it says so, stops the server and is false.
+serve_bg() {
+  local tag=$1 port=$2 env=$3
   shift 3
-  env $env "$VB" serve $W/m06 --device cuda --host 127.0.0.1 --port $port --gpu-memory-utilization 0.3 "$@" \
-    > $OUT/serve_$tag.log 2>&1 &
-  p=$!
-  for i in $(seq 60); do curl -sf http://127.0.0.1:$port/health > /dev/null && { ok=1; break; }; sleep 1; done
-  [ $ok = 1 ] || { say "$tag server not ready"; tail -3 $OUT/serve_$tag.log | tee -a $LOG; kill $p; return; }
-  code=$(curl -s -m 60 -o $OUT/${tag}_answer.json -w '%{http_code}' http://127.0.0.1:$port/v1/completions \
+  env $env "$VB" serve $W/m06 --device ${DEVICE:-cuda} --host 127.0.0.1 --port $port \
+    $([ "${DEVICE:-cuda}" = cuda ] && echo --gpu-memory-utilization 0.3) "$@" > $OUT/serve_$tag.log 2>&1 &
+  SERVE_PID=$!
+  for i in $(seq 60); do curl -sf http://127.0.0.1:$port/health > /dev/null && return 0; sleep 1; done
+  say "$tag server not ready"; tail -3 $OUT/serve_$tag.log | tee -a $LOG; kill $SERVE_PID; return 1
+}
+# server_exit TAG: waits up to 30 s for serve_bg's server to exit on its own (then kills it, saying
+# so); its exit status in SERVE_RC.
+server_exit() {
+  for i in $(seq 30); do kill -0 $SERVE_PID 2> /dev/null || break; sleep 1; done
+  kill -0 $SERVE_PID 2> /dev/null && { say "$1: server still up 30 s on: killed"; kill -9 $SERVE_PID; }
+  wait $SERVE_PID
+  SERVE_RC=$?
+}
+# injected_check TAG PORT ENV [SERVE ARGS...]: serve_bg with ENV set, one request of 30 tokens;
+# says its HTTP status and body, what /health and a second request then get, the server's exit
+# status and seconds to exit, and its last lines (session 43; 44 added the rest).
+injected_check() {
+  local tag=$1 code code2 health t0
+  serve_bg "$@" || return
+  code=$(curl -s -m 60 -o $OUT/${tag}_answer.json -w '%{http_code}' http://127.0.0.1:$2/v1/completions \
     -H 'Content-Type: application/json' -d '{"prompt": [1, 2, 3, 4], "max_tokens": 30}')
   t0=$SECONDS
-  health=$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/health)
-  code2=$(curl -s -m 5 -o $OUT/${tag}_answer2.json -w '%{http_code}' http://127.0.0.1:$port/v1/completions \
+  health=$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://127.0.0.1:$2/health)
+  code2=$(curl -s -m 5 -o $OUT/${tag}_answer2.json -w '%{http_code}' http://127.0.0.1:$2/v1/completions \
     -H 'Content-Type: application/json' -d '{"prompt": [5, 6], "max_tokens": 4}')
-  for i in $(seq 30); do kill -0 $p 2> /dev/null || break; sleep 1; done
-  kill -0 $p 2> /dev/null && { say "$tag: server still up 30 s after the answer: killed"; kill -9 $p; }
-  wait $p
-  rc=$?
-  say "$tag check: answer $code $(head -c 200 $OUT/${tag}_answer.json); then /health $health, a new request $code2 $(head -c 120 $OUT/${tag}_answer2.json); server exit $rc within $((SECONDS - t0)) s"
+  server_exit $tag
+  say "$tag check: answer $code $(head -c 200 $OUT/${tag}_answer.json); then /health $health, a new request $code2 $(head -c 120 $OUT/${tag}_answer2.json); server exit $SERVE_RC within $((SECONDS - t0)) s"
   tail -4 $OUT/serve_$tag.log | tee -a $LOG
 }
 # gen_same TAG BIN DIR: `verbatim generate` of 48 prompts (random ids, 40-1,200 long, so decode

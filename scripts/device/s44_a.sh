@@ -13,8 +13,7 @@ device_hang_check() { injected_check devhang 18436 VERBATIM_DEVICE_HANG_AFTER_FO
 # (or hangs) mid-run: every request must end (an answer or an error), none may hang, and the server
 # must exit 1 on its own.
 under_load() {
-  local tag=$1 env=$2 port=18437 p ok=0 rc crc t0
-  shift 2
+  local tag=$1 crc t0
   python3 - $W/load_prompts.jsonl << 'PY'
 import json, random, sys
 r = random.Random(3)
@@ -22,20 +21,13 @@ with open(sys.argv[1], "w") as f:
     for i in range(64):
         f.write(json.dumps([r.randrange(100, 150000) for _ in range(20 + 7 * i)]) + "\n")
 PY
-  env $env "$VB" serve $W/m06 --device cuda --host 127.0.0.1 --port $port --gpu-memory-utilization 0.3 "$@" \
-    > $OUT/serve_$tag.log 2>&1 &
-  p=$!
-  for i in $(seq 60); do curl -sf http://127.0.0.1:$port/health > /dev/null && { ok=1; break; }; sleep 1; done
-  [ $ok = 1 ] || { say "$tag server not ready"; kill $p; return; }
+  serve_bg $tag 18437 "${@:2}" || return
   t0=$SECONDS
-  timeout 90 "$VB" check --url http://127.0.0.1:$port --prompts $W/load_prompts.jsonl --max-tokens 64 --users 64 \
+  timeout 90 "$VB" check --url http://127.0.0.1:18437 --prompts $W/load_prompts.jsonl --max-tokens 64 --users 64 \
     --timeout 60 --json $OUT/check_$tag.json > $OUT/check_$tag.log 2>&1
   crc=$?
-  for i in $(seq 30); do kill -0 $p 2> /dev/null || break; sleep 1; done
-  kill -0 $p 2> /dev/null && { say "$tag: server still up: killed"; kill -9 $p; }
-  wait $p
-  rc=$?
-  say "$tag under 64 users: check rc=$crc after $((SECONDS - t0)) s, server exit $rc"
+  server_exit $tag
+  say "$tag under 64 users: check rc=$crc after $((SECONDS - t0)) s, server exit $SERVE_RC"
   tail -6 $OUT/check_$tag.log | tee -a $LOG
   grep -E "error|exit" $OUT/serve_$tag.log | tail -4 | tee -a $LOG
 }

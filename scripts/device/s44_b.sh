@@ -9,14 +9,10 @@ cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
 # in_flight_fault TAG HOOK [SERVE ARGS]: the check above with HOOK=file:TRIGGER.
 in_flight_fault() {
-  local tag=$1 hook=$2 port=18438 p ok=0 rc t0 d=$W/ul_$1
+  local tag=$1 hook=$2 port=18438 d=$W/ul_$1 t0
   shift 2
   rm -rf $d && mkdir -p $d
-  env $hook=file:$d/trigger "$VB" serve $W/m06 --device ${DEVICE:-cuda} --host 127.0.0.1 --port $port \
-    $([ "${DEVICE:-cuda}" = cuda ] && echo --gpu-memory-utilization 0.3) "$@" > $OUT/serve_$tag.log 2>&1 &
-  p=$!
-  for i in $(seq 60); do curl -sf http://127.0.0.1:$port/health > /dev/null && { ok=1; break; }; sleep 1; done
-  [ $ok = 1 ] || { say "$tag server not ready"; kill $p; return; }
+  serve_bg $tag $port $hook=file:$d/trigger "$@" || return
   local pids=()
   for i in $(seq 0 63); do
     local stream=$([ $((i % 2)) = 0 ] && echo true || echo false)
@@ -32,11 +28,8 @@ in_flight_fault() {
   t0=$SECONDS
   wait "${pids[@]}"
   local answered=$((SECONDS - t0))
-  for i in $(seq 30); do kill -0 $p 2> /dev/null || break; sleep 1; done
-  kill -0 $p 2> /dev/null && { say "$tag: server still up 30 s after the answers: killed"; kill -9 $p; }
-  wait $p
-  rc=$?
-  say "$tag: armed with $(cat $d/running.txt); the 64 answers came within $answered s of arming; server exit $rc"
+  server_exit $tag
+  say "$tag: armed with $(cat $d/running.txt); the 64 answers came within $answered s of arming; server exit $SERVE_RC"
   python3 - $d << 'PY' | tee -a $LOG
 import collections, glob, json, os, sys
 d = sys.argv[1]

@@ -55,8 +55,9 @@ class FaultBackend : public Backend {
     ++calls_;
     if (good_ < 0 && (trigger_.empty() ? calls_ <= after_ : !std::filesystem::exists(trigger_))) return;
     if (kind_ == Kind::Device) {  // once: from then on the device itself is what fails
-      if (good_ < 0 && device_action_) device_action_();
-      if (good_ < 0) good_ = calls_ - 1;
+      if (good_ >= 0) return;
+      good_ = calls_ - 1;
+      if (device_action_) device_action_();
       return;
     }
     if (good_ < 0) good_ = calls_ - 1;  // sticky from here on

@@ -129,9 +129,10 @@ std::unique_ptr<Backend> make_backend(const std::string& device, const std::stri
                 ": needs --device cuda with --tensor-parallel-size 1 (the CPU backend has no device to fault)");
   std::unique_ptr<Backend> b = make_device_backend(device, model_dir, dtype, options);
 #ifdef VERBATIM_HAVE_CUDA
+  // The GPU backend itself, before any wrapper: both hooks may be set, each wrapping the last.
+  auto* cuda = dynamic_cast<CudaBackend*>(b.get());
   for (const auto& [f, hangs] : {std::pair{device_fault, false}, std::pair{device_hang, true}}) {
     if (!f.on) continue;
-    auto* cuda = dynamic_cast<CudaBackend*>(b.get());
     if (!cuda) throw Error("VERBATIM_DEVICE_*_AFTER_FORWARDS: the backend is not a single-GPU CUDA backend");
     b = std::make_unique<FaultBackend>(std::move(b), f.after, FaultBackend::Kind::Device, f.file,
                                        [cuda, hangs = hangs] { cuda->inject_device_fault(hangs); });

@@ -566,8 +566,11 @@ GemmTuning tuning() {
 // <= 32 rows, at 3 for weights of <= 16 MiB only (session 22's rule).
 StreamTuning stream_tuning(const GemmArgs& a) {
   const GemmTuning t = tuning();
-  const bool rule = small_weight(a) || (t.stream_preload == 1 && a.M <= 32);
-  const bool pre = pdl_enabled() && (t.stream_preload == 2 || ((t.stream_preload == 1 || t.stream_preload == 3) && rule));
+  const bool wanted = t.stream_preload == 2 ? true
+                      : t.stream_preload == 1 ? small_weight(a) || a.M <= 32
+                      : t.stream_preload == 3 ? small_weight(a)
+                                              : false;
+  const bool pre = pdl_enabled() && wanted;
   const int stages = t.stream_preload_stages > 0 ? t.stream_preload_stages : 99;  // 99: the whole ring
   return {t.stream_stages16, t.stream_stages32, pre ? stages : 0, pre ? t.stream_preload_l2 : 0};
 }
