@@ -222,6 +222,7 @@ TEST(BenchTiming, AbortsLyingUsageKeepAlivesAndOldErrorEvents) {
     ADD_FAILURE() << "an error event was ignored";
   } catch (const client::ClientError& e) {
     EXPECT_NE(std::string(e.what()).find("CUDA out of memory"), std::string::npos) << e.what();
+    EXPECT_EQ(e.kind(), client::FailureKind::ErrorEvent) << "bench counts these as failed requests";
   }
 }
 
@@ -341,6 +342,34 @@ TEST(Bench, OurServerWithSyntheticPrompts) {
   for (const auto& row : j["summary"]) EXPECT_EQ(row["A"]["runs"], 2);
   expect_svg(dir + "/b.svg", 1, 2);
   std::cout << r.out;
+}
+
+// A saturated server's refusals are a result, not a broken bench: our server with a queue bound
+// answers 503 to part of an 8-user run; the run goes on, its figures are over the answered
+// requests, and the failures are counted by status in the JSON and named in a warning. The
+// one-user runs are refused nothing (so the count is not vacuous).
+TEST(BenchFailures, RefusedRequestsAreCountedAndTheRunGoesOn) {
+  std::string dir = temp_dir("bench-refused");
+  ServeProcess srv(fixture("qwen3-tiny-tied"), {"--device", "cpu", "--max-num-seqs", "1", "--max-queue-len", "1"}, dir);
+  ASSERT_TRUE(srv.ready()) << srv.log();
+  auto r = run_verbatim({"bench", "--url", srv.url(), "--input-len", "24", "--users", "1,8", "--num-prompts", "16",
+                         "--max-tokens", "8", "--seeds", "1", "--json", dir + "/b.json"},
+                        300, dir);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.code, 0) << r.out << r.err << srv.log();
+  json j = json::parse(read_file(dir + "/b.json"));
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_TRUE(j["runs"][0]["failed"].empty()) << j["runs"][0]["failed"];
+  EXPECT_EQ(j["runs"][0]["figures"]["requests"], 16);
+  const json& eight = j["runs"][1];
+  ASSERT_TRUE(eight["failed"].contains("503")) << eight["failed"] << r.out;
+  const int refused = eight["failed"]["503"].get<int>();
+  EXPECT_GT(refused, 0);
+  EXPECT_EQ(eight["figures"]["failed"], refused);
+  EXPECT_EQ(eight["figures"]["requests"].get<int>() + refused, 16);
+  EXPECT_EQ(eight["output_tokens"].size(), size_t(16 - refused)) << "figures over the answered requests only";
+  EXPECT_NE(r.out.find("requests failed (HTTP 503: " + std::to_string(refused) + ")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("queue is full"), std::string::npos) << r.out;
 }
 
 TEST(BenchFailures, ErrorsUnreachableHangingAndKilled) {

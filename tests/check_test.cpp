@@ -437,6 +437,65 @@ TEST(Check, FallsBackToLogprobTokensWhenTheServerRejectsReturnTokenIds) {
   EXPECT_FALSE(j["runs"]["fresh"][0].contains("token_ids"));
 }
 
+// 429 and 503 answers are sent again up to ClientOptions::retries times, plain or streamed,
+// honouring Retry-After, each resend counted; past the budget the refusal is the error and says
+// how often it was resent. Another status (500) is never resent.
+TEST(ClientRetry, RefusedRequestsAreSentAgainPlainAndStreamed) {
+  client::Prompt p;
+  p.text = "hi";
+  client::SamplingOptions s;
+  s.max_tokens = 6;
+  client::ServerFeatures f;
+  auto opts = [](int retries) {
+    client::ClientOptions o;
+    o.retries = retries;
+    o.tally = std::make_shared<client::RetryTally>();
+    return o;
+  };
+  {  // plain, 429 with Retry-After: 0 twice
+    NoisyServer srv({.retry_after = "0", .refuse_first = 2, .refuse_status = 429});
+    client::ClientOptions o = opts(3);
+    client::HttpClient c(client::parse_url(srv.url()), o);
+    client::Output out = client::generate(c, p, s, f);
+    EXPECT_EQ(out.token_ids.size(), 6u);
+    EXPECT_EQ(o.tally->resent_429.load(), 2);
+    EXPECT_EQ(o.tally->resent_503.load(), 0);
+  }
+  {  // streamed, 503 without Retry-After once (a 0.5-0.75 s backoff)
+    NoisyServer srv({.refuse_first = 1, .refuse_status = 503});
+    client::ClientOptions o = opts(3);
+    client::HttpClient c(client::parse_url(srv.url()), o);
+    auto t0 = std::chrono::steady_clock::now();
+    client::StreamTiming t = client::generate_streaming(c, p, s, f);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(t.completion_tokens, 6);
+    EXPECT_EQ(o.tally->resent_503.load(), 1);
+    EXPECT_GE(waited, 0.5) << "the backoff without Retry-After";
+  }
+  {  // refused more often than the budget allows: the error says so
+    NoisyServer srv({.retry_after = "0", .refuse_first = 5, .refuse_status = 429});
+    client::ClientOptions o = opts(2);
+    client::HttpClient c(client::parse_url(srv.url()), o);
+    try {
+      client::generate(c, p, s, f);
+      ADD_FAILURE() << "a third refusal past --retries 2 was not an error";
+    } catch (const client::ClientError& e) {
+      EXPECT_EQ(e.status(), 429);
+      EXPECT_NE(std::string(e.what()).find("again after 2 resends"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(o.tally->resent_429.load(), 2);
+    EXPECT_EQ(srv.generation_requests(), 3);
+  }
+  {  // a 500 is an answer, not a refusal for now: no resend
+    NoisyServer srv({.mode = NoiseMode::Errors500});
+    client::ClientOptions o = opts(3);
+    client::HttpClient c(client::parse_url(srv.url()), o);
+    EXPECT_THROW(client::generate(c, p, s, f), client::ClientError);
+    EXPECT_EQ(o.tally->total(), 0);
+    EXPECT_EQ(srv.generation_requests(), 1);
+  }
+}
+
 // ---- failures: clear message, exit 2, never a hang ---------------------------------------------
 
 TEST(CheckFailures, NothingListening) {
@@ -665,6 +724,37 @@ TEST(CheckOurServer, TokenIdPromptsOnTheTinyModel) {
                    300, dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find("warning:"), std::string::npos) << r.out;
+}
+
+// A server whose queue is full answers 503 with Retry-After (our engine's queue bound, for real):
+// the check sends those requests again instead of ending, counts the resends, and still finds
+// every row equal. With --retries 0 the first refusal ends it, naming the status and the reason.
+TEST(CheckOurServer, RequestsRefusedForAFullQueueAreSentAgain) {
+  std::string dir = temp_dir("check-queue-full");
+  ServeProcess srv(fixture("qwen3-tiny-tied"), {"--device", "cpu", "--max-num-seqs", "2", "--max-queue-len", "1"}, dir);
+  ASSERT_TRUE(srv.ready()) << srv.log();
+  write_id_prompts(dir + "/ids.jsonl", 16, 40, 5);
+  const std::vector<std::string> args = {"check", "--url", srv.url(), "--prompts", dir + "/ids.jsonl", "--max-tokens",
+                                         "24", "--users", "16"};
+  std::vector<std::string> with = args;
+  for (const char* a : {"--retries", "12", "--json"}) with.push_back(a);
+  with.push_back(dir + "/c.json");
+  auto r = run_verbatim(with, 300, dir);
+  ASSERT_FALSE(r.timed_out) << r.err;
+  EXPECT_EQ(r.code, 0) << r.out << r.err << srv.log();
+  expect_no_row_differs(r.out, 16);
+  json j = read_json_file(dir + "/c.json");
+  const int resent = j["resends"]["503"].get<int>();
+  EXPECT_GT(resent, 0) << "the queue bound refused nothing: the test proves nothing\n" << r.out;
+  EXPECT_EQ(j["resends"]["429"], 0);
+  EXPECT_NE(r.out.find("retries: " + std::to_string(resent) + " requests sent again"), std::string::npos) << r.out;
+  std::vector<std::string> without = args;
+  for (const char* a : {"--retries", "0"}) without.push_back(a);
+  r = run_verbatim(without, 300, dir);
+  ASSERT_FALSE(r.timed_out) << r.err;
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("HTTP 503"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("queue is full"), std::string::npos) << r.err;
 }
 
 // --echo: every prompt token's logprob is compared too, as loglikelihood evals read them.

@@ -15,7 +15,7 @@ namespace {
 
 struct CheckArgs {
   std::string url, compare_url, prompts_file, model, api_key, json_file, record_file, against_file;
-  int num_prompts = 0, max_tokens = 128, users = 64;
+  int num_prompts = 0, max_tokens = 128, users = 64, retries = 4;
   double temperature = 0, timeout = 300;
   int64_t seed = 0;
   bool chat = false, ignore_eos = false, echo = false, quiet = false;
@@ -48,6 +48,8 @@ int run(const CheckArgs& a) {
     if (o.client.api_key.empty())
       if (const char* k = std::getenv("OPENAI_API_KEY")) o.client.api_key = k;
     o.client.timeout_s = a.timeout;
+    o.client.retries = a.retries;
+    o.client.tally = std::make_shared<client::RetryTally>();
     o.sampling.model = a.model;
     o.sampling.max_tokens = a.max_tokens;
     o.sampling.temperature = a.temperature;
@@ -129,6 +131,10 @@ Registrar reg(60, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--users", a->users, "concurrent users for the batch run")->capture_default_str()->check(at_least(1, 4096));
   sub->add_option("--timeout", a->timeout, "seconds to wait for a whole answer before giving up")
       ->capture_default_str()->check(finite_range(0.1, 86400.0));
+  sub->add_option("--retries", a->retries,
+                  "times to send a request again that the server refused for now (HTTP 429 or 503), after its "
+                  "Retry-After or 0.5, 1, 2, ... s; 0: the first refusal ends the check")
+      ->capture_default_str()->check(at_least(0, 100));
   sub->add_option("--json", a->json_file, "write everything (runs, outputs, diffs, verdicts) to FILE")->check(writable_file());
   sub->add_option("--record", a->record_file, "save the fresh run's outputs and the server's fingerprint to FILE")
       ->check(writable_file());

@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 
 #include "client/stats.h"
 #include "client/svg_plot.h"
@@ -78,6 +79,7 @@ json figures_json(const BenchFigures& f) {
   auto num = [](double v) { return std::isnan(v) ? json() : json(v); };
   return json{{"runs", f.runs},
               {"requests", f.requests},
+              {"failed", f.failed},
               {"output_tokens", f.output_tokens},
               {"input_tokens", f.input_tokens},
               {"duration_s", num(f.duration_s)},
@@ -97,6 +99,7 @@ BenchFigures figures_of(const std::vector<const BenchRun*>& runs) {
   for (const BenchRun* r : runs) {
     ++f.runs;
     f.requests += r->requests;
+    for (const auto& [status, n] : r->failed) f.failed += n;
     f.output_tokens += r->output_tokens;
     f.input_tokens += r->input_tokens;
     f.duration_s += r->duration_s;
@@ -115,6 +118,13 @@ BenchFigures figures_of(const std::vector<const BenchRun*>& runs) {
   f.output_tok_s = f.duration_s > 0 ? double(f.output_tokens) / f.duration_s : std::nan("");
   f.req_s = f.duration_s > 0 ? double(f.requests) / f.duration_s : std::nan("");
   return f;
+}
+
+// {"503": 12, "error_event": 1}: a run's failed requests by HTTP status.
+json failed_json(const BenchRun& r) {
+  json j = json::object();
+  for (const auto& [status, n] : r.failed) j[status ? std::to_string(status) : std::string("error_event")] = n;
+  return j;
 }
 
 std::string now_iso() {
@@ -209,6 +219,7 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
         int n = prompts_per_run(o, u);
         std::vector<Prompt> prompts = prompts_for_run(o, n, seed);
         std::vector<StreamTiming> timings(static_cast<size_t>(n));
+        std::vector<std::optional<ClientError>> failures(static_cast<size_t>(n));
         std::string label = "bench " + std::to_string(run_no) + "/" + std::to_string(total_runs) + ": " +
                             server_letter(srv) + " " + rep.servers[static_cast<size_t>(srv)].url.label() + ", " +
                             std::to_string(u) + (u == 1 ? " user" : " users") + ", seed " + std::to_string(seed);
@@ -219,11 +230,23 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
         run_users(
             u, n,
             [&](int user, int i) {
-              timings[static_cast<size_t>(i)] = generate_streaming(*cs[static_cast<size_t>(user)], prompts[static_cast<size_t>(i)], s, f);
+              try {
+                timings[static_cast<size_t>(i)] = generate_streaming(*cs[static_cast<size_t>(user)], prompts[static_cast<size_t>(i)], s, f);
+              } catch (const ClientError& e) {
+                if (e.kind() != FailureKind::HttpStatus && e.kind() != FailureKind::ErrorEvent) throw;
+                failures[static_cast<size_t>(i)] = e;  // the server answered: a failed request, not a broken bench
+              }
             },
             [&](int done) { progress.update(done); });
         run.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        for (const auto& t : timings) {
+        for (size_t i = 0; i < timings.size(); ++i) {
+          if (failures[i]) {
+            const int status = failures[i]->status();
+            ++run.failed[status];
+            run.failed_message.emplace(status, failures[i]->what());
+            continue;
+          }
+          const StreamTiming& t = timings[i];
           ++run.requests;
           run.output_tokens += t.completion_tokens;
           run.input_tokens += t.prompt_tokens;
@@ -244,7 +267,8 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
           rep.servers[static_cast<size_t>(srv)].saw_fingerprint(t.fingerprint);
         }
         BenchFigures fig = run.figures();
-        progress.finish(std::to_string(n) + " requests in " + fmt_fixed(run.duration_s, 1) + " s, median TPOT " +
+        progress.finish(std::to_string(n) + " requests" + (fig.failed > 0 ? " (" + std::to_string(fig.failed) + " failed)" : "") +
+                        " in " + fmt_fixed(run.duration_s, 1) + " s, median TPOT " +
                         fmt_ms(fig.median_tpot_ms) + " ms, " + fmt_count(fig.output_tok_s) + " output tok/s");
         rep.runs.push_back(std::move(run));
       }
@@ -267,6 +291,20 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
     if (od.one_event > 0)
       rep.warnings.push_back(who + " sent all the tokens of " + std::to_string(od.one_event) +
                              " requests in one event: they have no TPOT, and the TPOT figures are over the others");
+  }
+  for (const BenchRun& r : rep.runs) {
+    const BenchFigures f = r.figures();
+    if (f.failed == 0) continue;
+    std::string by;
+    for (const auto& [status, k] : r.failed)
+      by += std::string(by.empty() ? "" : ", ") + (status ? "HTTP " + std::to_string(status) : std::string("error event")) +
+            ": " + std::to_string(k);
+    rep.warnings.push_back(std::string("server ") + server_letter(r.server) + ", " + std::to_string(r.users) +
+                           (r.users == 1 ? " user" : " users") + ", seed " + std::to_string(r.seed) +
+                           (r.round > 1 ? " (round 2)" : "") + ": " + std::to_string(f.failed) + " of " +
+                           std::to_string(f.failed + f.requests) + " requests failed (" + by +
+                           "); its figures are over the " + std::to_string(f.requests) + " that were answered. For example: " +
+                           r.failed_message.begin()->second);
   }
   if (std::any_of(rep.runs.begin(), rep.runs.end(), [](const BenchRun& r) { return !r.cache_reset; }))
     rep.warnings.push_back("a cache reset failed before some runs (see above): those runs may have hit a warm cache");
@@ -381,7 +419,8 @@ json BenchReport::to_json(const BenchOptions& o) const {
                           {"ttft_ms", ms(r.ttft_s)},
                           {"tpot_ms", ms(r.tpot_s)},  // per request, in order; null: no TPOT
                           {"e2e_ms", ms(r.e2e_s)},
-                          {"output_tokens", r.request_output_tokens}});
+                          {"output_tokens", r.request_output_tokens},
+                          {"failed", failed_json(r)}});
   }
   j["runs"] = runs_j;
   json summary = json::array();

@@ -2,6 +2,7 @@
 // `verbatim bench`: latency and throughput of any OpenAI-compatible server at several numbers of
 // concurrent users, optionally against a second server in the seed page's A, B, A order, with a
 // cache reset before every run. Times come from streamed answers (first token excluded from TPOT).
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,8 @@ struct BenchOptions {
 // The figures of one run, or of several runs of one server pooled.
 struct BenchFigures {
   int runs = 0;
-  int requests = 0;
+  int requests = 0;                 // answered in full: every figure is over these
+  int failed = 0;                   // refused with an HTTP error, or ended by an error event
   int64_t output_tokens = 0;
   int64_t input_tokens = 0;
   double duration_s = 0;
@@ -44,6 +46,11 @@ struct BenchRun {
   int users = 1;
   int seed = 1;
   int requests = 0;
+  // Requests the server failed (an HTTP error status, or 0 for a stream's error event), counted
+  // by status, and the first message of each: the run goes on (a saturated server's refusals are
+  // a result), while a lost connection or a malformed answer still ends the bench.
+  std::map<int, int> failed;
+  std::map<int, std::string> failed_message;
   double duration_s = 0;
   int64_t output_tokens = 0, input_tokens = 0;
   std::vector<double> ttft_s, itl_s, e2e_s;

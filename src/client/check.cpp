@@ -307,6 +307,10 @@ CheckReport run_check(const CheckOptions& o, Progress& progress) {
       if (unstable.count(i) || (row.kind == "compare_url" && unstable_other.count(i))) row.alone_unstable.push_back(i);
     row.verdict = verdict_for(row, r);
   }
+  if (o.client.tally) {
+    r.resent_429 = o.client.tally->resent_429.load();
+    r.resent_503 = o.client.tally->resent_503.load();
+  }
   if (r.server.fingerprints.size() > 1)
     r.warnings.push_back("the server answered with " + std::to_string(r.server.fingerprints.size()) +
                          " different system_fingerprint values during the check");
@@ -388,6 +392,9 @@ std::string CheckReport::cache_evidence() const {
 std::string CheckReport::summary() const {
   std::string s;
   if (std::string ev = cache_evidence(); !ev.empty()) s += "cache:   " + ev + "\n";
+  if (resent_429 + resent_503 > 0)
+    s += "retries: " + std::to_string(resent_429 + resent_503) + " requests sent again after the server refused them for now (" +
+         std::to_string(resent_429) + " HTTP 429, " + std::to_string(resent_503) + " HTTP 503)\n";
   for (const auto& w : warnings) s += "warning: " + w + "\n";
   if (other) s += "servers: " + (compare_diff.empty() ? std::string("same fingerprint and version") : compare_diff) + "\n";
   if (!against_file.empty())
@@ -432,6 +439,7 @@ json CheckReport::to_json(const CheckOptions& o) const {
   j["cache_reset"] = cache_reset;
   if (std::string ev = cache_evidence(); !ev.empty()) j["cache_evidence"] = ev;
   j["features"] = json{{"token_ids", features.token_ids}, {"logprobs", features.logprobs}};
+  j["resends"] = json{{"429", resent_429}, {"503", resent_503}};
   json rows_j = json::array();
   for (const auto& row : rows) {
     json rj;

@@ -50,6 +50,7 @@ struct CheckReport {
   std::string compare_diff;         // what differs between the two servers' fingerprints
   std::string against_diff;         // what differs from the record's fingerprint
   std::string against_file;        // the record's file when --against was given
+  int resent_429 = 0, resent_503 = 0;  // requests sent again after the server refused them for now
 
   // "the warm run found 5,120 of 6,000 prompt tokens in the cache (fresh: 0)", when the server
   // reports usage.prompt_tokens_details.cached_tokens; shows the cache rows are not vacuous.

@@ -178,10 +178,10 @@ StreamTiming generate_streaming(HttpClient& c, const Prompt& p, const SamplingOp
     if (j.contains("error")) {
       const json& e = j["error"];
       std::string msg = e.is_object() ? str_or_empty(e, "message") : e.is_string() ? e.get<std::string>() : e.dump();
-      throw ClientError(FailureKind::BadAnswer, 0, "the server reported an error during " + where + ": " + msg);
+      throw ClientError(FailureKind::ErrorEvent, 0, "the server reported an error during " + where + ": " + msg);
     }
     if (str_or_empty(j, "object") == "error")  // vLLM's older mid-stream error event
-      throw ClientError(FailureKind::BadAnswer, 0, "the server reported an error during " + where + ": " + str_or_empty(j, "message"));
+      throw ClientError(FailureKind::ErrorEvent, 0, "the server reported an error during " + where + ": " + str_or_empty(j, "message"));
     if (t.fingerprint.empty()) t.fingerprint = str_or_empty(j, "system_fingerprint");
     if (j.contains("usage") && j["usage"].is_object()) {
       const json& u = j["usage"];

@@ -2,9 +2,13 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
+#include <random>
+#include <thread>
 
 #include "client/sse.h"
 
@@ -20,6 +24,17 @@ std::string excerpt(const std::string& s, size_t n = 200) {
   if (s.size() > n) out += "...";
   return out;
 }
+
+// Retry-After in seconds (RFC 9110 also allows an HTTP date: that form, or anything else, is -1).
+double retry_after_of(const httplib::Response& res) {
+  const std::string v = res.get_header_value("Retry-After");
+  if (v.empty()) return -1;
+  char* end = nullptr;
+  const double s = std::strtod(v.c_str(), &end);
+  return end != v.c_str() && *end == '\0' && std::isfinite(s) && s >= 0 ? s : -1;
+}
+
+bool refused_for_now(int status) { return status == 429 || status == 503; }
 
 void set_timeout(const std::function<void(time_t, time_t)>& set, double seconds) {
   double whole = std::floor(seconds);
@@ -103,14 +118,37 @@ ClientError http_status_error(const Url& url, const std::string& method, const s
   std::string shown = server_msg.empty() ? excerpt(res.body) : excerpt(server_msg, 300);
   ClientError e(FailureKind::HttpStatus, res.status,
                 method + " " + path + " on " + url.text() + " answered HTTP " + std::to_string(res.status) +
-                    (shown.empty() ? "" : ": " + shown));
+                    (shown.empty() ? "" : ": " + shown) +
+                    (res.resends > 0 ? " (and again after " + std::to_string(res.resends) + " resends; --retries)" : ""));
   e.server_message = server_msg;
+  e.retry_after_s = res.retry_after_s;
   return e;
+}
+
+bool HttpClient::wait_to_resend(int status, double retry_after_s, int attempt) {
+  if (!refused_for_now(status) || attempt >= opts_.retries) return false;
+  const double backoff = 0.5 * std::ldexp(1.0, std::min(attempt, 16));
+  // Up to half as long again at random, so users refused together do not all come back together
+  // (a server's Retry-After is one number for every one of them).
+  thread_local std::mt19937 rng{std::random_device{}()};
+  const double spread = 1.0 + std::uniform_real_distribution<double>(0.0, 0.5)(rng);
+  const double wait = std::min((retry_after_s >= 0 ? retry_after_s : backoff) * spread, opts_.retry_max_wait_s);
+  std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, wait)));
+  if (opts_.tally) ++(status == 429 ? opts_.tally->resent_429 : opts_.tally->resent_503);
+  return true;
+}
+
+HttpResponse HttpClient::exchange(const std::string& method, const std::string& path, const std::string* body) {
+  for (int attempt = 0;; ++attempt) {
+    HttpResponse r = exchange_once(method, path, body);
+    r.resends = attempt;
+    if (!wait_to_resend(r.status, r.retry_after_s, attempt)) return r;
+  }
 }
 
 // The read timeout bounds each read only: a server that sends a byte now and then would hold a
 // request forever. So the body goes through a receiver that also keeps the whole answer's deadline.
-HttpResponse HttpClient::exchange(const std::string& method, const std::string& path, const std::string* body) {
+HttpResponse HttpClient::exchange_once(const std::string& method, const std::string& path, const std::string* body) {
   httplib::Request req;
   req.method = method;
   req.path = url_.base + path;
@@ -130,7 +168,7 @@ HttpResponse HttpClient::exchange(const std::string& method, const std::string& 
   auto r = impl_->cli.send(req);
   if (past_deadline) throw too_slow(url_, opts_, "whole answer", method + " " + path, "it kept sending, too slowly");
   if (!r) throw transport_error(url_, method + " " + path, r.error(), elapsed(), opts_);
-  return {r->status, std::move(received)};
+  return {r->status, std::move(received), retry_after_of(*r)};
 }
 
 HttpResponse HttpClient::get(const std::string& path) { return exchange("GET", path, nullptr); }
@@ -163,9 +201,29 @@ json HttpClient::post_json(const std::string& path, const json& body) {
   return parse_json_answer(url_, "POST " + path, r.body);
 }
 
+// A refused stream (429 / 503) got no event: on_data never ran, so it can be sent again whole.
 void HttpClient::post_stream(const std::string& path, const json& body,
                              const std::function<void(const std::string&)>& on_data) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      return post_stream_once(path, body, on_data);
+    } catch (const ClientError& e) {
+      if (e.kind() != FailureKind::HttpStatus) throw;
+      if (wait_to_resend(e.status(), e.retry_after_s, attempt)) continue;
+      if (attempt == 0) throw;
+      ClientError again(e.kind(), e.status(),
+                        std::string(e.what()) + " (and again after " + std::to_string(attempt) + " resends; --retries)");
+      again.server_message = e.server_message;
+      again.retry_after_s = e.retry_after_s;
+      throw again;
+    }
+  }
+}
+
+void HttpClient::post_stream_once(const std::string& path, const json& body,
+                                  const std::function<void(const std::string&)>& on_data) {
   int status = 0;
+  double retry_after = -1;
   std::string error_body;
   std::exception_ptr failure;
   auto t0 = Clock::now();
@@ -188,6 +246,7 @@ void HttpClient::post_stream(const std::string& path, const json& body,
   req.set_header("Accept", "text/event-stream");
   req.response_handler = [&](const httplib::Response& res) {
     status = res.status;
+    retry_after = retry_after_of(res);
     return true;
   };
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
@@ -214,7 +273,7 @@ void HttpClient::post_stream(const std::string& path, const json& body,
     throw too_slow(url_, opts_, "stream event", "POST " + path + ", streaming",
                    "it sent only keep-alive comments or partial events");
   if (!r) throw transport_error(url_, "POST " + path + ", streaming", r.error(), since(last_byte), opts_);
-  if (r->status < 200 || r->status >= 300) throw http_status_error(url_, "POST", path, {r->status, error_body});
+  if (r->status < 200 || r->status >= 300) throw http_status_error(url_, "POST", path, {r->status, error_body, retry_after});
   sse.finish();
   if (!sse.saw_done() && sse.events() == 0)
     throw ClientError(FailureKind::BadAnswer, 0,

@@ -38,8 +38,10 @@ struct NoisyServer::Impl {
   Server svr;
   std::atomic<int> in_flight{0};
   std::atomic<uint64_t> calls{0};
+  std::atomic<int> refused{0};  // generation requests seen, for refuse_first
   std::atomic<bool> stopping{false};
   std::atomic<int>* completions = nullptr;
+  std::atomic<int>* requests = nullptr;
   std::atomic<int>* resets = nullptr;
   std::mutex cache_mu;
   std::set<std::string> cache;  // CacheHit: the prompts seen since the last (working) reset
@@ -84,7 +86,12 @@ struct NoisyServer::Impl {
     } catch (const std::exception&) {
       return error(res, 400, "body is not JSON");
     }
+    requests->fetch_add(1);
     if (o.mode == NoiseMode::Errors500) return error(res, 500, "the noisy test server fails on purpose");
+    if (refused.fetch_add(1) < o.refuse_first) {
+      if (!o.retry_after.empty()) res.set_header("Retry-After", o.retry_after);
+      return error(res, o.refuse_status, "the noisy test server refuses for now, on purpose");
+    }
     if (o.strict_fields && body.contains("return_token_ids"))
       return error(res, 400, "Unrecognized request argument supplied: return_token_ids");
     if (o.mode == NoiseMode::Hang) {
@@ -225,6 +232,7 @@ struct NoisyServer::Impl {
 
 NoisyServer::NoisyServer(NoisyServerOptions o) : impl_(std::make_unique<Impl>(std::move(o))) {
   impl_->completions = &completions_;
+  impl_->requests = &requests_;
   impl_->resets = &resets_;
   port_ = impl_->svr.bind_to_any_port("127.0.0.1");
   if (port_ <= 0) throw std::runtime_error("noisy server: cannot bind 127.0.0.1");

@@ -42,6 +42,9 @@ struct NoisyServerOptions {
   bool completions_without_logprobs = false;  // /v1/completions answers carry no logprobs (chat's do)
   int tokens_per_event = 1;    // streamed tokens per SSE event (>= the answer's length: one event)
   int token_cap = 0;           // > 0: at most this many tokens, whatever max_tokens / ignore_eos say
+  std::string retry_after = "";  // the refusals' Retry-After header ("": none)
+  int refuse_first = 0;        // the first N generation requests answer refuse_status instead
+  int refuse_status = 429;
 };
 
 class NoisyServer {
@@ -54,6 +57,7 @@ class NoisyServer {
   int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int completions() const { return completions_.load(); }
+  int generation_requests() const { return requests_.load(); }  // every one, refused or failed too
   int resets() const { return resets_.load(); }
   void stop();
 
@@ -66,6 +70,7 @@ class NoisyServer {
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
   std::atomic<int> completions_{0};
+  std::atomic<int> requests_{0};
   std::atomic<int> resets_{0};
   std::thread thread_;
 };
