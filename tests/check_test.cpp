@@ -748,6 +748,9 @@ TEST(CheckOurServer, RequestsRefusedForAFullQueueAreSentAgain) {
   EXPECT_GT(resent, 0) << "the queue bound refused nothing: the test proves nothing\n" << r.out;
   EXPECT_EQ(j["resends"]["429"], 0);
   EXPECT_NE(r.out.find("retries: " + std::to_string(resent) + " requests sent again"), std::string::npos) << r.out;
+  // The progress output says why the run waits, and its line counts the resends.
+  EXPECT_NE(r.err.find("note: the server refused requests for now"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" resent after a refusal"), std::string::npos) << r.err;
   std::vector<std::string> without = args;
   for (const char* a : {"--retries", "0"}) without.push_back(a);
   r = run_verbatim(without, 300, dir);

@@ -55,15 +55,30 @@ std::vector<Output> run_set(const std::string& label, const CheckOptions& o, con
   std::vector<Output> outputs(o.prompts.size());
   auto t0 = std::chrono::steady_clock::now();
   progress.start(label, static_cast<int>(o.prompts.size()));
+  // A resend waits up to 30 s: say once per run why the bar stalls (from this thread, which owns
+  // the progress output).
+  const int resends_before = o.client.tally ? o.client.tally->total() : 0;
+  bool resends_noted = false;
+  auto note_resends = [&] {
+    if (resends_noted || !o.client.tally || o.client.tally->total() == resends_before) return;
+    resends_noted = true;
+    progress.note("note: the server refused requests for now (HTTP 429 / 503); sending them again after a wait "
+                  "(--retries " + std::to_string(o.client.retries) + ")");
+  };
   run_users(
       users, static_cast<int>(o.prompts.size()),
       [&](int u, int i) {
         outputs[static_cast<size_t>(i)] = generate_as_probed(*clients[static_cast<size_t>(u)], o.prompts[static_cast<size_t>(i)], s, f);
       },
-      [&](int done) { progress.update(done); });
+      [&](int done) {
+        note_resends();
+        progress.update(done);
+      });
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& out : outputs) info.saw_fingerprint(out.fingerprint);
-  progress.finish(std::to_string(outputs.size()) + " prompts in " + fmt_fixed(secs, 1) + " s");
+  const int resent = o.client.tally ? o.client.tally->total() - resends_before : 0;
+  progress.finish(std::to_string(outputs.size()) + " prompts in " + fmt_fixed(secs, 1) + " s" +
+                  (resent > 0 ? ", " + std::to_string(resent) + " resent after a refusal" : ""));
   return outputs;
 }
 

@@ -133,8 +133,8 @@ bool HttpClient::wait_to_resend(int status, double retry_after_s, int attempt) {
   thread_local std::mt19937 rng{std::random_device{}()};
   const double spread = 1.0 + std::uniform_real_distribution<double>(0.0, 0.5)(rng);
   const double wait = std::min((retry_after_s >= 0 ? retry_after_s : backoff) * spread, opts_.retry_max_wait_s);
+  if (opts_.tally) ++(status == 429 ? opts_.tally->resent_429 : opts_.tally->resent_503);  // before the wait: seen during it
   std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, wait)));
-  if (opts_.tally) ++(status == 429 ? opts_.tally->resent_429 : opts_.tally->resent_503);
   return true;
 }
 
