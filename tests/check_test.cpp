@@ -485,6 +485,16 @@ TEST(ClientRetry, RefusedRequestsAreSentAgainPlainAndStreamed) {
     }
     EXPECT_EQ(o.tally->resent_429.load(), 2);
     EXPECT_EQ(srv.generation_requests(), 3);
+    client::ClientOptions o1 = opts(1);  // streamed: the same end, and the same words
+    client::HttpClient c1(client::parse_url(srv.url()), o1);
+    try {
+      client::generate_streaming(c1, p, s, f);
+      ADD_FAILURE() << "a second streamed refusal past --retries 1 was not an error";
+    } catch (const client::ClientError& e) {
+      EXPECT_EQ(e.status(), 429);
+      EXPECT_NE(std::string(e.what()).find("again after 1 resends"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(srv.generation_requests(), 5);
   }
   {  // a 500 is an answer, not a refusal for now: no resend
     NoisyServer srv({.mode = NoiseMode::Errors500});

@@ -99,7 +99,7 @@ BenchFigures figures_of(const std::vector<const BenchRun*>& runs) {
   for (const BenchRun* r : runs) {
     ++f.runs;
     f.requests += r->requests;
-    for (const auto& [status, n] : r->failed) f.failed += n;
+    f.failed += r->failed_requests();
     f.output_tokens += r->output_tokens;
     f.input_tokens += r->input_tokens;
     f.duration_s += r->duration_s;
@@ -143,6 +143,12 @@ std::string change_pct(double a, double b) {
 }
 
 }  // namespace
+
+int BenchRun::failed_requests() const {
+  int n = 0;
+  for (const auto& [status, k] : failed) n += k;
+  return n;
+}
 
 BenchFigures BenchRun::figures() const { return figures_of({this}); }
 
@@ -293,17 +299,17 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
                              " requests in one event: they have no TPOT, and the TPOT figures are over the others");
   }
   for (const BenchRun& r : rep.runs) {
-    const BenchFigures f = r.figures();
-    if (f.failed == 0) continue;
+    const int failed = r.failed_requests();
+    if (failed == 0) continue;
     std::string by;
     for (const auto& [status, k] : r.failed)
       by += std::string(by.empty() ? "" : ", ") + (status ? "HTTP " + std::to_string(status) : std::string("error event")) +
             ": " + std::to_string(k);
     rep.warnings.push_back(std::string("server ") + server_letter(r.server) + ", " + std::to_string(r.users) +
                            (r.users == 1 ? " user" : " users") + ", seed " + std::to_string(r.seed) +
-                           (r.round > 1 ? " (round 2)" : "") + ": " + std::to_string(f.failed) + " of " +
-                           std::to_string(f.failed + f.requests) + " requests failed (" + by +
-                           "); its figures are over the " + std::to_string(f.requests) + " that were answered. For example: " +
+                           (r.round > 1 ? " (round 2)" : "") + ": " + std::to_string(failed) + " of " +
+                           std::to_string(failed + r.requests) + " requests failed (" + by +
+                           "); its figures are over the " + std::to_string(r.requests) + " that were answered. For example: " +
                            r.failed_message.begin()->second);
   }
   if (std::any_of(rep.runs.begin(), rep.runs.end(), [](const BenchRun& r) { return !r.cache_reset; }))

@@ -57,6 +57,7 @@ struct BenchRun {
   std::vector<double> tpot_s;       // per request, in order; NaN where it has none (fewer than two tokens, or one event)
   std::vector<int64_t> request_output_tokens;
   bool cache_reset = false;
+  int failed_requests() const;      // the sum over `failed`
   BenchFigures figures() const;
 };
 

@@ -206,22 +206,15 @@ void HttpClient::post_stream(const std::string& path, const json& body,
                              const std::function<void(const std::string&)>& on_data) {
   for (int attempt = 0;; ++attempt) {
     try {
-      return post_stream_once(path, body, on_data);
+      return post_stream_once(path, body, on_data, attempt);
     } catch (const ClientError& e) {
-      if (e.kind() != FailureKind::HttpStatus) throw;
-      if (wait_to_resend(e.status(), e.retry_after_s, attempt)) continue;
-      if (attempt == 0) throw;
-      ClientError again(e.kind(), e.status(),
-                        std::string(e.what()) + " (and again after " + std::to_string(attempt) + " resends; --retries)");
-      again.server_message = e.server_message;
-      again.retry_after_s = e.retry_after_s;
-      throw again;
+      if (e.kind() != FailureKind::HttpStatus || !wait_to_resend(e.status(), e.retry_after_s, attempt)) throw;
     }
   }
 }
 
 void HttpClient::post_stream_once(const std::string& path, const json& body,
-                                  const std::function<void(const std::string&)>& on_data) {
+                                  const std::function<void(const std::string&)>& on_data, int resends) {
   int status = 0;
   double retry_after = -1;
   std::string error_body;
@@ -273,7 +266,7 @@ void HttpClient::post_stream_once(const std::string& path, const json& body,
     throw too_slow(url_, opts_, "stream event", "POST " + path + ", streaming",
                    "it sent only keep-alive comments or partial events");
   if (!r) throw transport_error(url_, "POST " + path + ", streaming", r.error(), since(last_byte), opts_);
-  if (r->status < 200 || r->status >= 300) throw http_status_error(url_, "POST", path, {r->status, error_body, retry_after});
+  if (r->status < 200 || r->status >= 300) throw http_status_error(url_, "POST", path, {r->status, error_body, retry_after, resends});
   sse.finish();
   if (!sse.saw_done() && sse.events() == 0)
     throw ClientError(FailureKind::BadAnswer, 0,

@@ -52,8 +52,9 @@ struct ClientOptions {
   double connect_timeout_s = 10;
   // A 429 or 503 answer (the server took nothing in: rate limit, full queue) is sent again up to
   // `retries` times, after its Retry-After seconds when it gives them, else 0.5, 1, 2, ... s (each
-  // up to half as long again at random, so refused users spread out), at most retry_max_wait_s. A generation request is the same request however often it is
-  // sent, so a resend changes no output a check compares. 0: the first refusal is the error.
+  // up to half as long again at random, so refused users spread out), at most retry_max_wait_s.
+  // A generation request is the same request however often it is sent, so a resend changes no
+  // output a check compares. 0: the first refusal is the error.
   int retries = 0;
   double retry_max_wait_s = 30;
   std::shared_ptr<RetryTally> tally;  // counts the resends when set
@@ -92,8 +93,9 @@ class HttpClient {
  private:
   HttpResponse exchange(const std::string& method, const std::string& path, const std::string* body);
   HttpResponse exchange_once(const std::string& method, const std::string& path, const std::string* body);
+  // resends: times this request was already refused and sent again (for the final error's text).
   void post_stream_once(const std::string& path, const json& body,
-                        const std::function<void(const std::string&)>& on_data);
+                        const std::function<void(const std::string&)>& on_data, int resends);
   // After answer `attempt` (0 first) refused with `status`: whether to send again (then it has
   // waited and counted the resend).
   bool wait_to_resend(int status, double retry_after_s, int attempt);
