@@ -4,8 +4,11 @@
 # only the running maximum, so lane j takes part j's two exps and only the fold stays serial)
 # against main without it (verbatim_base, carried beside): the attention op tests, the 0.6B digests
 # of record and the 8B bf16 digest with it, engine-bench base vs merge alternated on the 0.6B, 8B and
-# 1.7B at 1 and 4 sequences (the merge runs at 1-7; the ring kernel from 8), and an 8B batch-1
-# timeline (the merge kernel's share). On an H200, the owed record (record_speed's rows) too.
+# 1.7B at 1 and 4 sequences (the merge runs at 1-7; the ring kernel from 8), and timelines. A third
+# variant, "fused": the patched fold inside the attention kernel's last CTA
+# (VERBATIM_ATTN_FUSED_MERGE=1, off on main since session 8 because main's serial fold made that
+# CTA a long tail; with the fold ~4x shorter the saved launch may now win), with its 0.6B bf16
+# digest. On an H200, the owed record (record_speed's rows) too.
 # Build: main's build copied as the base (cp build/verbatim /tmp/base46/verbatim), then
 # `git apply docs/patches/s46-merge-lanes.patch`, rebuild verbatim + the three CUDA tests, and
 # PACK_XZ=1 scripts/device/pack.sh build verbatim /tmp/base46/verbatim=verbatim_base \
@@ -16,12 +19,14 @@ call_start s46_a 560
 ( mk qwen3-8b $W/m8r 0.005; mk qwen3-1.7b $W/m17 0.02 ) &
 ops_attention
 inv_of_record $W/m06
-EB_PREFILL=0 EB_MIN_LEFT=60 EB_BATCHES=1,4 ab_eb $VB_BIN/verbatim_base base lanes06 $W/m06 3
-wait_for $W/m8 150 && EB_PREFILL=0 EB_MIN_LEFT=60 EB_BATCHES=1,4 ab_eb $VB_BIN/verbatim_base base lanes8 $W/m8 3
+inv 06_bf16_fused $W/m06 bfloat16 VERBATIM_TEST_EXPECT_DIGEST=b786d32f1ed65f55 VERBATIM_ATTN_FUSED_MERGE=1
+AB=("base=$VB_BIN/verbatim_base" "lanes=$VB" "fused=$VB VERBATIM_ATTN_FUSED_MERGE=1")
+EB_PREFILL=0 EB_MIN_LEFT=60 EB_BATCHES=1,4 ab_bins ab06 $W/m06 3 "${AB[@]}"
+wait_for $W/m8 150 && EB_PREFILL=0 EB_MIN_LEFT=60 EB_BATCHES=1,4 ab_bins ab8 $W/m8 2 "${AB[@]}"
 wait_for $W/m8r 90 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=202106b57f8201c2
 trace_decode 8_b1 $W/m8 1
 trace_decode 06_b1 $W/m06 1
-wait_for $W/m17 40 && EB_PREFILL=0 EB_MIN_LEFT=60 EB_BATCHES=1,4 ab_eb $VB_BIN/verbatim_base base lanes17 $W/m17 2
+wait_for $W/m17 40 && EB_PREFILL=0 EB_MIN_LEFT=60 EB_BATCHES=1,4 ab_bins ab17 $W/m17 2 "${AB[@]:0:2}"
 if is_h200; then
   EB_MIN_LEFT=30 EB_PREFILL=0 record_speed
 fi
