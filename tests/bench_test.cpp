@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -370,6 +371,18 @@ TEST(BenchFailures, RefusedRequestsAreCountedAndTheRunGoesOn) {
   EXPECT_EQ(eight["output_tokens"].size(), size_t(16 - refused)) << "figures over the answered requests only";
   EXPECT_NE(r.out.find("requests failed (HTTP 503: " + std::to_string(refused) + ")"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("queue is full"), std::string::npos) << r.out;
+  // The table says it too: a failed column (its last), 0 of 16 for one user, the refusals for eight.
+  std::map<std::string, std::string> last_cell;  // a table line's first word -> its text after the tok/s
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string first;
+    words >> first;
+    last_cell[first] = line;
+  }
+  EXPECT_TRUE(last_cell["users"].ends_with("failed")) << r.out;
+  EXPECT_TRUE(last_cell["1"].ends_with(" 0 of 16")) << r.out;
+  EXPECT_TRUE(last_cell["8"].ends_with(" " + std::to_string(refused) + " of 16")) << r.out;
 }
 
 TEST(BenchFailures, ErrorsUnreachableHangingAndKilled) {
