@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 46, call a (one GPU; written in session 46, which got no device): the merge with each
-# part's exps on its own lane (docs/patches/s46-merge-lanes.patch: merge_row's fold factors need
-# only the running maximum, so lane j takes part j's two exps and only the fold stays serial)
-# against main without it (verbatim_base, carried beside): the attention op tests, the 0.6B digests
+# part's exps on its own lane and the sampler's stats kernel reading its chunk into registers once
+# (docs/patches/s46-merge-lanes-and-stats-regs.patch; both meant to keep every bit) against main
+# without them (verbatim_base, carried beside): the attention and sampler op tests, the 0.6B digests
 # of record and the 8B bf16 digest with it, engine-bench base vs merge alternated on the 0.6B, 8B and
 # 1.7B at 1 and 4 sequences (the merge runs at 1-7; the ring kernel from 8), and timelines. A third
 # variant, "fused": the patched fold inside the attention kernel's last CTA
@@ -10,7 +10,7 @@
 # CTA a long tail; with the fold ~4x shorter the saved launch may now win), with its 0.6B bf16
 # digest. On an H200, the owed record (record_speed's rows) too.
 # Build: main's build copied as the base (cp build/verbatim /tmp/base46/verbatim), then
-# `git apply docs/patches/s46-merge-lanes.patch`, rebuild verbatim + the three CUDA tests, and
+# `git apply docs/patches/s46-merge-lanes-and-stats-regs.patch`, rebuild verbatim + the three CUDA tests, and
 # PACK_XZ=1 scripts/device/pack.sh build verbatim /tmp/base46/verbatim=verbatim_base \
 #   tests/cuda_ops_test tests/cuda_model_test tests/cuda_invariance_test   (27 MB packed).
 cd "$(dirname "$0")/../.."
@@ -18,6 +18,8 @@ source scripts/device/common.sh
 call_start s46_a 560
 ( mk qwen3-8b $W/m8r 0.005; mk qwen3-1.7b $W/m17 0.02 ) &
 ops_attention
+timeout 60 "$VB_BIN/cuda_ops_test" --gtest_filter='CudaSampler*' > $OUT/ops_sampler.log 2>&1
+say "sampler op tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/ops_sampler.log | tr '\n' ' ')"
 inv_of_record $W/m06
 inv 06_bf16_fused $W/m06 bfloat16 VERBATIM_TEST_EXPECT_DIGEST=b786d32f1ed65f55 VERBATIM_ATTN_FUSED_MERGE=1
 AB=("base=$VB_BIN/verbatim_base" "lanes=$VB" "fused=$VB VERBATIM_ATTN_FUSED_MERGE=1")
@@ -26,6 +28,7 @@ wait_for $W/m8 150 && EB_PREFILL=0 EB_MIN_LEFT=60 EB_BATCHES=1,4 ab_bins ab8 $W/
 wait_for $W/m8r 90 && inv 8r_bf16 $W/m8r bfloat16 VERBATIM_TEST_MAX_TOKENS=8 VERBATIM_TEST_EXPECT_DIGEST=202106b57f8201c2
 trace_decode 8_b1 $W/m8 1
 trace_decode 06_b1 $W/m06 1
+VB=$VB_BIN/verbatim_base trace_decode 06_b1_base $W/m06 1
 wait_for $W/m17 40 && EB_PREFILL=0 EB_MIN_LEFT=60 EB_BATCHES=1,4 ab_bins ab17 $W/m17 2 "${AB[@]:0:2}"
 if is_h200; then
   EB_MIN_LEFT=30 EB_PREFILL=0 record_speed
