@@ -68,6 +68,34 @@ TEST(BenchJson, EngineBenchRecordsCommitSettingsAndEveryPrefillRep) {
   EXPECT_FALSE(plain.at("environment").contains("VERBATIM_GEMM_STREAM_STAGES"));
 }
 
+// --logprobs N: every decode row asks for its token's logprob and the top N, as an eval does (the
+// sampler's logprob work is then in the step time); the JSON records N and what row 0 got back.
+// Without it, no logprob work: null, 0 top (not vacuous). Out of range is a one-line error.
+TEST(BenchJson, EngineBenchLogprobsAsksTheSamplerForThem) {
+  const json with = engine_bench("", "bench-lp", "--logprobs 5");
+  const json without = engine_bench("", "bench-lp-none");
+  ASSERT_TRUE(with.is_object() && without.is_object());
+  EXPECT_EQ(with.at("logprobs"), 5);
+  EXPECT_TRUE(without.at("logprobs").is_null());
+  for (const json& row : with.at("decode")) {
+    EXPECT_EQ(row.at("row0_top_logprobs"), 5) << row;
+    ASSERT_TRUE(row.at("row0_logprob").is_number()) << row;
+    EXPECT_LE(row.at("row0_logprob").get<double>(), 0.0) << row;
+  }
+  for (const json& row : without.at("decode")) {
+    EXPECT_EQ(row.at("row0_top_logprobs"), 0) << row;
+    EXPECT_TRUE(row.at("row0_logprob").is_null()) << row;
+  }
+  const std::string d = test::temp_dir("bench-lp-bad");
+  const std::string cmd = test::binary() + " engine-bench --model " + test::fixture("qwen3-tiny-untied") +
+                          " --device cpu --logprobs 21 >" + d + "/out 2>&1";
+  const int st = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+  std::ifstream in(d + "/out");
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(out.find("--logprobs"), std::string::npos) << out;
+}
+
 // The bound's bandwidth is the H200's 4.3 TB/s unless --bandwidth-tbs names the card's, and every
 // decode row's bound and ratio follow it; a bandwidth that is not a positive number is refused.
 TEST(BenchJson, EngineBenchBoundFollowsTheBandwidthGiven) {

@@ -36,6 +36,7 @@ struct BenchArgs {
   std::string tp_reduce = "allgather";  // cuda, TP > 1: allreduce = NCCL's sum (contract off), to time its cost
   std::vector<int> batches = {1, 8, 32, 64};
   int context = 1024, steps = 64, warmup = 5, prefill = 2048, prefill_reps = 5;
+  int logprobs = -1;  // >= 0: every decode row reports its token's logprob and this many top ones
   bool context_prefill = true;  // false: decode over the zeroed cache (same traffic; for profilers)
   // TB/s of the bound's bandwidth: the H200's measured copy rate (design.md) unless --bandwidth-tbs
   // names the card's (an H100 copies ~3.0 TB/s: device/KINDS.md).
@@ -142,6 +143,10 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--batches", a->batches, "Decode batch sizes")->delimiter(',')->check(at_least(1, 1 << 16))->capture_default_str();
   sub->add_option("--context", a->context, "Context length of every sequence before decoding")->capture_default_str()->check(at_least(1, 1 << 24));
   sub->add_option("--steps", a->steps, "Timed decode steps per batch size")->capture_default_str()->check(at_least(1, 1 << 20));
+  sub->add_option("--logprobs", a->logprobs,
+                  "Decode rows also report their token's logprob and the top N (0: the token's alone; an eval's "
+                  "logprobs: N); default: none")
+      ->check(at_least(0, 20));
   sub->add_option("--prefill", a->prefill, "Prompt length of the prefill timing (0: skip)")->capture_default_str()->check(at_least(0, 1 << 24));
   sub->add_flag("!--no-context-prefill", a->context_prefill,
                 "Decode over the zeroed cache instead of prefilled context (same bytes read; for profilers)");
@@ -187,10 +192,12 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
     out["kernel_config"] = be->kernel_config();
     out["context"] = a->context;
     out["steps"] = a->steps;
+    out["logprobs"] = a->logprobs >= 0 ? nlohmann::json(a->logprobs) : nlohmann::json(nullptr);
     out["bandwidth_bytes_per_s"] = a->bandwidth_tbs * 1e12;
     const double wbytes = weight_bytes_per_step(c, dt);
     out["weight_bytes_per_step"] = wbytes;
-    std::printf("%s %s %s on %s\n", a->model.c_str(), dtype_name(dt), a->mode.c_str(), be->device_name().c_str());
+    std::printf("%s %s %s on %s%s\n", a->model.c_str(), dtype_name(dt), a->mode.c_str(), be->device_name().c_str(),
+                a->logprobs >= 0 ? (", logprobs " + std::to_string(a->logprobs) + " a row").c_str() : "");
     nlohmann::json decode = nlohmann::json::array();
     // max_b sequences of `context` tokens, prefilled once in chunks of up to 2048 tokens; each
     // batch size then decodes the first B of them (rewriting the same positions each time).
@@ -218,6 +225,10 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
       b.block_tables.assign(tables.begin(), tables.begin() + B);
       std::vector<SampleResult> res;
       std::vector<SampleSpec> specs(static_cast<size_t>(B));
+      for (SampleSpec& sp : specs) {
+        sp.want_logprob = a->logprobs >= 0;
+        sp.num_top_logprobs = std::max(a->logprobs, 0);
+      }
       std::vector<int32_t> last(static_cast<size_t>(B));
       for (int32_t& t : last) t = tok(rng);
       std::vector<double> times;
@@ -241,7 +252,11 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
       decode.push_back({{"batch", B}, {"median_ms", med}, {"p10_ms", quantile(times, 0.1)},
                         {"p90_ms", quantile(times, 0.9)}, {"bytes_per_step", wbytes + kv}, {"bound_ms", bound_ms},
                         {"ratio_to_bound", med / bound_ms}, {"tokens_per_s", B * 1e3 / med},
-                        {"sm_clock_mhz_after", clock}});
+                        {"sm_clock_mhz_after", clock},
+                        // What the last step's row 0 got back (--logprobs: its token's logprob and
+                        // the top ones), so the JSON shows the sampler did that work.
+                        {"row0_logprob", a->logprobs >= 0 ? nlohmann::json(res.at(0).logprob) : nlohmann::json(nullptr)},
+                        {"row0_top_logprobs", res.at(0).top.size()}});
       std::printf("decode batch %3d: median %8.3f ms/step (p10 %.3f, p90 %.3f), bound %.3f ms, %.2fx bound, %.0f tok/s%s\n",
                   B, med, quantile(times, 0.1), quantile(times, 0.9), bound_ms, med / bound_ms, B * 1e3 / med,
                   clock_note(clock).c_str());
