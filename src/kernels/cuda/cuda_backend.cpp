@@ -122,7 +122,8 @@ struct CudaBackend::Impl {
   // VERBATIM_ATTN_FUSED_MERGE=1, else null (the merge kernel; same bits). Off by default: on the
   // H200 (session 8, s8_merge) the fused merge made 8B decode slower at every batch (5.10 -> 5.26
   // ms at batch 1, 7.97 -> 8.78 at 32): the last CTA's fold is a serial tail the separate
-  // kernel spreads over a warp per (token, head).
+  // kernel spreads over a warp per (token, head). Still slower with session 46's fold (0.6B +10%
+  // at 4 sequences, H100).
   int32_t* merge_cnt = nullptr;
   static constexpr int kLogitRows = 64;  // logit rows per lm_head pass (bounds the fp32 logits buffer)
   void* last = nullptr;

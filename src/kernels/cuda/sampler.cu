@@ -122,6 +122,38 @@ __device__ __forceinline__ bool is_banned(int id, const int32_t* banned, int b0,
 // sums in chunk order and compares the best ids in chunk order (distributed shared memory).
 // Every sum's order depends on (vocab, the row) only: the same row gives the same bits in any batch.
 constexpr int kStatBlocks = 8;  // the portable cluster size
+constexpr int kStatRegs = 24;   // chunk values a thread holds in registers (vocab <= 196,608; Qwen3's: 19)
+// A thread's ids i0 + t, + kThreads, ... of its chunk [i0, i1) of row x: in registers when they fit
+// (one round of loads instead of a dependent loop reading the chunk once per pass), else read as
+// they are used. each() visits them in ascending order either way, so the bits are the same.
+struct ChunkValues {
+  const float* x;
+  int i0, i1;
+  bool in_regs;
+  float v[kStatRegs];
+  __device__ ChunkValues(const float* x_, int i0_, int i1_)
+      : x(x_), i0(i0_), i1(i1_), in_regs(i1_ - i0_ <= kThreads * kStatRegs) {  // uniform: a function of vocab
+    if (in_regs) {
+#pragma unroll
+      for (int j = 0; j < kStatRegs; ++j) {
+        const int i = i0 + int(threadIdx.x) + j * kThreads;
+        v[j] = i < i1 ? x[i] : 0.0f;
+      }
+    }
+  }
+  template <typename F>
+  __device__ __forceinline__ void each(F&& f) const {  // f(i, x[i]) for the thread's ids in ascending order
+    if (in_regs) {
+#pragma unroll
+      for (int j = 0; j < kStatRegs; ++j) {
+        const int i = i0 + int(threadIdx.x) + j * kThreads;
+        if (i < i1) f(i, v[j]);
+      }
+    } else {
+      for (int i = i0 + int(threadIdx.x); i < i1; i += kThreads) f(i, x[i]);
+    }
+  }
+};
 struct ChunkStat {
   float mx, sum, bv, bv_any;
   int32_t bi, bi_any;
@@ -142,18 +174,18 @@ __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
   const int i0 = min(vocab, rank * per), i1 = min(vocab, i0 + per);
   const float* x = logits + int64_t(row) * vocab;
   const SampleRowSpec sp = specs[row];
+  const ChunkValues cv(x, i0, i1);
   float mx = kNegInf;
-  for (int i = i0 + threadIdx.x; i < i1; i += kThreads) mx = fmaxf(mx, x[i]);
+  cv.each([&](int, float v) { mx = fmaxf(mx, v); });
   mx = block_max(mx, shv);
   // Greedy over allowed ids (ties to the lowest id); and without the ban.
   float bv = 0.0f, bv_any = 0.0f;
   int bi = -1, bi_any = -1;
-  for (int i = i0 + threadIdx.x; i < i1; i += kThreads) {
-    const float v = x[i];
-    if (v != v) continue;
+  cv.each([&](int i, float v) {
+    if (v != v) return;
     if (better(v, i, bv_any, bi_any)) { bv_any = v; bi_any = i; }
     if (!is_banned(i, banned, sp.banned_begin, sp.banned_end) && better(v, i, bv, bi)) { bv = v; bi = i; }
-  }
+  });
   block_argmax(bv, bi, shv, shi);
   block_argmax(bv_any, bi_any, shv, shi);
   if (threadIdx.x == 0) mine = ChunkStat{mx, 0.0f, bv, bv_any, bi, bi_any};
@@ -161,8 +193,17 @@ __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
   float M = kNegInf;
   for (int r = 0; r < kStatBlocks; ++r) M = fmaxf(M, cluster.map_shared_rank(&mine, r)->mx);
   float s = 0.0f;
-  if (M != kNegInf)
-    for (int i = i0 + threadIdx.x; i < i1; i += kThreads) s = fadd(s, exp_nonpos_f32(fsub(x[i], M)));  // M: the max
+  if (M != kNegInf) {  // M: the max
+    if (cv.in_regs) {
+#pragma unroll
+      for (int j = 0; j < kStatRegs; ++j) {  // every exp unguarded, so they overlap; the adds in order
+        const float e = exp_nonpos_f32(fsub(cv.v[j], M));
+        if (i0 + int(threadIdx.x) + j * kThreads < i1) s = fadd(s, e);
+      }
+    } else {
+      for (int i = i0 + threadIdx.x; i < i1; i += kThreads) s = fadd(s, exp_nonpos_f32(fsub(x[i], M)));
+    }
+  }
   s = block_sum(s, shv);
   if (threadIdx.x == 0) mine.sum = s;
   cluster.sync();  // every chunk sum is visible to block 0
@@ -184,11 +225,10 @@ __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
   if (slot >= 0) {
     float* k = sort_keys + int64_t(slot) * vocab;
     int32_t* id = sort_ids + int64_t(slot) * vocab;
-    for (int i = i0 + threadIdx.x; i < i1; i += kThreads) {
-      const float v = x[i];
+    cv.each([&](int i, float v) {
       k[i] = (v != v || is_banned(i, banned, sp.banned_begin, sp.banned_end)) ? kNegInf : v;
       id[i] = i;
-    }
+    });
   }
   cluster.sync();  // block 0 has read every block's shared memory before any block exits
 }
@@ -319,41 +359,76 @@ __global__ void __launch_bounds__(kThreads) draw_kernel(const float* __restrict_
   if (threadIdx.x == 0) out[row].token = ids[j];
 }
 
-// Logprob of the chosen token and the top-n by (logprob desc, id asc).
-__global__ void __launch_bounds__(kThreads) logprob_kernel(const float* __restrict__ logits, int vocab,
-                                                           const SampleRowSpec* __restrict__ specs,
-                                                           const float* __restrict__ stats, SampleRowOut* out,
-                                                           int32_t* top_ids, float* top_lps) {
+// Logprob of the chosen token and the top-n by (logprob desc, id asc): one cluster of kStatBlocks
+// blocks per row, block r on the r-th chunk (stats_kernel's). Each block finds its chunk's top n
+// in n rounds (every thread the best of its ids strictly after the block's last pick, from
+// registers where the chunk fits, then block_argmax); block 0 then merges the blocks' lists, n
+// rounds of the best head by the same order. The global r-th pick lies in its chunk's top n, so
+// the picks are the same ids and the same logprobs (each lp(x) of the same x) as n passes over
+// the whole row would give, with the row read once instead of n times by one block.
+__global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
+    logprob_kernel(const float* __restrict__ logits, int vocab, const SampleRowSpec* __restrict__ specs,
+                   const float* __restrict__ stats, SampleRowOut* out, int32_t* top_ids, float* top_lps) {
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
   __shared__ float shv[kWarpsPer];
   __shared__ int shi[kWarpsPer];
-  const int row = blockIdx.x;
+  __shared__ float list_v[kMaxTopLogprobs];  // this block's picks, read by block 0
+  __shared__ int list_i[kMaxTopLogprobs];
+  const int rank = int(cluster.block_rank());
+  const int row = blockIdx.y;
+  const int per = (vocab + kStatBlocks - 1) / kStatBlocks;
+  const int i0 = min(vocab, rank * per), i1 = min(vocab, i0 + per);
   const float* x = logits + int64_t(row) * vocab;
   const SampleRowSpec sp = specs[row];
   const float mx = stats[row * 2], lse = stats[row * 2 + 1];
-  auto lp = [&](int i) { return mx == kNegInf ? kNegInf : fsub(fsub(x[i], mx), lse); };
-  if (threadIdx.x == 0) out[row].logprob = lp(out[row].token);
-  float prev_v = 0.0f;
-  int prev_i = -1;
+  auto lp = [&](float v) { return mx == kNegInf ? kNegInf : fsub(fsub(v, mx), lse); };
+  if (rank == 0 && threadIdx.x == 0) out[row].logprob = lp(x[out[row].token]);
   const int n = min(sp.num_top, kMaxTopLogprobs);
-  for (int r = 0; r < n; ++r) {
-    float bv = 0.0f;
-    int bi = -1;
-    for (int i = threadIdx.x; i < vocab; i += kThreads) {
-      const float v = lp(i);
-      if (v != v) continue;
-      // Strictly after the previous pick in (logprob desc, id asc) order.
-      if (prev_i >= 0 && !(v < prev_v || (v == prev_v && i > prev_i))) continue;
-      if (better(v, i, bv, bi)) { bv = v; bi = i; }
+  if (n > 0) {  // uniform over the cluster
+    const ChunkValues cv(x, i0, i1);
+    float prev_v = 0.0f;
+    int prev_i = -1;
+    for (int r = 0; r < n; ++r) {
+      float bv = 0.0f;
+      int bi = -1;
+      auto offer = [&](int i, float xi) {
+        const float v = lp(xi);
+        if (v != v) return;
+        // Strictly after the block's previous pick in (logprob desc, id asc) order.
+        if (prev_i >= 0 && !(v < prev_v || (v == prev_v && i > prev_i))) return;
+        if (better(v, i, bv, bi)) { bv = v; bi = i; }
+      };
+      cv.each(offer);
+      block_argmax(bv, bi, shv, shi);
+      if (threadIdx.x == 0) {
+        list_v[r] = bv;
+        list_i[r] = bi;
+      }
+      prev_v = bv;
+      prev_i = bi;
+      if (bi < 0) break;  // the chunk has no more (its list ends with the -1)
     }
-    block_argmax(bv, bi, shv, shi);
-    if (threadIdx.x == 0) {
+  }
+  cluster.sync();  // every block's list is written
+  if (n > 0 && rank == 0 && threadIdx.x == 0) {
+    int head[kStatBlocks] = {};
+    for (int r = 0; r < n; ++r) {
+      float bv = 0.0f;
+      int bi = -1, bb = -1;
+      for (int c = 0; c < kStatBlocks; ++c) {
+        if (head[c] >= n) continue;
+        const float* lv = cluster.map_shared_rank(list_v, c);
+        const int* li = cluster.map_shared_rank(list_i, c);
+        if (better(lv[head[c]], li[head[c]], bv, bi)) { bv = lv[head[c]]; bi = li[head[c]]; bb = c; }
+      }
       top_ids[row * kMaxTopLogprobs + r] = bi;
       top_lps[row * kMaxTopLogprobs + r] = bv;
+      if (bi < 0) break;
+      ++head[bb];
     }
-    prev_v = bv;
-    prev_i = bi;
-    if (bi < 0) break;
   }
+  cluster.sync();  // block 0 has read every list before any block exits
 }
 
 __global__ void offsets_kernel(int32_t* offsets, int n, int vocab) {
@@ -394,7 +469,8 @@ void sample(const float* logits, int rows, int vocab, const SampleRowSpec* specs
     VB_CUDA_LAUNCHED();
   }
   if (any_logprobs) {
-    logprob_kernel<<<rows, kThreads, 0, stream>>>(logits, vocab, specs, buf.stats, out, top_ids, top_lps);
+    logprob_kernel<<<dim3(kStatBlocks, rows), kThreads, 0, stream>>>(logits, vocab, specs, buf.stats, out, top_ids,
+                                                                      top_lps);
     VB_CUDA_LAUNCHED();
   }
 }
