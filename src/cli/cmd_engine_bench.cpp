@@ -21,6 +21,7 @@
 #include "model/config.h"
 #include "model/safetensors.h"
 #include "server/backend_factory.h"
+#include "server/protocol.h"
 #ifdef VERBATIM_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -146,7 +147,7 @@ const Registrar bench_reg(80, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--logprobs", a->logprobs,
                   "Decode rows also report their token's logprob and the top N (0: the token's alone; an eval's "
                   "logprobs: N); default: none")
-      ->check(at_least(0, 20));
+      ->check(at_least(0, server::kMaxLogprobs));
   sub->add_option("--prefill", a->prefill, "Prompt length of the prefill timing (0: skip)")->capture_default_str()->check(at_least(0, 1 << 24));
   sub->add_flag("!--no-context-prefill", a->context_prefill,
                 "Decode over the zeroed cache instead of prefilled context (same bytes read; for profilers)");

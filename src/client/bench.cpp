@@ -373,15 +373,16 @@ std::string BenchReport::table() const {
     if (servers.size() > 1) out += std::string(server_letter(int(s))) + ": " + servers[s].url.label() + "\n";
     // The figures are over the answered requests; where a server failed some, a column says how
     // many of each row's were failed, so a fast row that was mostly refusals does not read as fast.
-    bool any_failed = false;
-    for (int u : users) any_failed = any_failed || pooled(int(s), u).failed > 0;
+    std::vector<BenchFigures> rows;
+    for (int u : users) rows.push_back(pooled(int(s), u));
+    const bool any_failed = std::any_of(rows.begin(), rows.end(), [](const BenchFigures& f) { return f.failed > 0; });
     std::vector<std::string> head = {"users",       "median TPOT", "p99 TPOT", "median ITL", "p99 ITL", "median TTFT",
                                      "p99 TTFT",    "output tok/s", "req/s"};
     if (any_failed) head.push_back("failed");
     TextTable t(head);
-    for (int u : users) {
-      BenchFigures f = pooled(int(s), u);
-      std::vector<std::string> row = {std::to_string(u),           fmt_ms(f.median_tpot_ms) + " ms",
+    for (size_t k = 0; k < users.size(); ++k) {
+      const BenchFigures& f = rows[k];
+      std::vector<std::string> row = {std::to_string(users[k]),           fmt_ms(f.median_tpot_ms) + " ms",
                                       fmt_ms(f.p99_tpot_ms) + " ms", fmt_ms(f.median_itl_ms) + " ms",
                                       fmt_ms(f.p99_itl_ms) + " ms",  fmt_ms(f.median_ttft_ms) + " ms",
                                       fmt_ms(f.p99_ttft_ms) + " ms", fmt_count(f.output_tok_s),

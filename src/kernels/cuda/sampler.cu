@@ -123,16 +123,20 @@ __device__ __forceinline__ bool is_banned(int id, const int32_t* banned, int b0,
 // Every sum's order depends on (vocab, the row) only: the same row gives the same bits in any batch.
 constexpr int kStatBlocks = 8;  // the portable cluster size
 constexpr int kStatRegs = 24;   // chunk values a thread holds in registers (vocab <= 196,608; Qwen3's: 19)
-// A thread's ids i0 + t, + kThreads, ... of its chunk [i0, i1) of row x: in registers when they fit
-// (one round of loads instead of a dependent loop reading the chunk once per pass), else read as
-// they are used. each() visits them in ascending order either way, so the bits are the same.
+// Block `rank`'s chunk [i0, i1) of a row x of `vocab` logits (the r-th of kStatBlocks equal chunks)
+// and the thread's ids i0 + t, + kThreads, ... of it: in registers when they fit (one round of
+// loads instead of a dependent loop reading the chunk once per pass), else read as they are used.
+// each() visits them in ascending order either way, so the bits are the same.
 struct ChunkValues {
   const float* x;
   int i0, i1;
   bool in_regs;
   float v[kStatRegs];
-  __device__ ChunkValues(const float* x_, int i0_, int i1_)
-      : x(x_), i0(i0_), i1(i1_), in_regs(i1_ - i0_ <= kThreads * kStatRegs) {  // uniform: a function of vocab
+  __device__ ChunkValues(const float* x_, int vocab, int rank)
+      : x(x_),
+        i0(min(vocab, rank * ((vocab + kStatBlocks - 1) / kStatBlocks))),
+        i1(min(vocab, i0 + (vocab + kStatBlocks - 1) / kStatBlocks)),
+        in_regs(i1 - i0 <= kThreads * kStatRegs) {  // uniform: a function of vocab
     if (in_regs) {
 #pragma unroll
       for (int j = 0; j < kStatRegs; ++j) {
@@ -170,11 +174,9 @@ __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
   __shared__ ChunkStat mine;  // read by the other blocks of the cluster
   const int rank = int(cluster.block_rank());
   const int row = blockIdx.y;
-  const int per = (vocab + kStatBlocks - 1) / kStatBlocks;
-  const int i0 = min(vocab, rank * per), i1 = min(vocab, i0 + per);
   const float* x = logits + int64_t(row) * vocab;
   const SampleRowSpec sp = specs[row];
-  const ChunkValues cv(x, i0, i1);
+  const ChunkValues cv(x, vocab, rank);
   float mx = kNegInf;
   cv.each([&](int, float v) { mx = fmaxf(mx, v); });
   mx = block_max(mx, shv);
@@ -198,10 +200,10 @@ __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
 #pragma unroll
       for (int j = 0; j < kStatRegs; ++j) {  // every exp unguarded, so they overlap; the adds in order
         const float e = exp_nonpos_f32(fsub(cv.v[j], M));
-        if (i0 + int(threadIdx.x) + j * kThreads < i1) s = fadd(s, e);
+        if (cv.i0 + int(threadIdx.x) + j * kThreads < cv.i1) s = fadd(s, e);
       }
     } else {
-      for (int i = i0 + threadIdx.x; i < i1; i += kThreads) s = fadd(s, exp_nonpos_f32(fsub(x[i], M)));
+      cv.each([&](int, float v) { s = fadd(s, exp_nonpos_f32(fsub(v, M))); });
     }
   }
   s = block_sum(s, shv);
@@ -377,8 +379,6 @@ __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
   __shared__ int list_i[kMaxTopLogprobs];
   const int rank = int(cluster.block_rank());
   const int row = blockIdx.y;
-  const int per = (vocab + kStatBlocks - 1) / kStatBlocks;
-  const int i0 = min(vocab, rank * per), i1 = min(vocab, i0 + per);
   const float* x = logits + int64_t(row) * vocab;
   const SampleRowSpec sp = specs[row];
   const float mx = stats[row * 2], lse = stats[row * 2 + 1];
@@ -386,7 +386,7 @@ __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
   if (rank == 0 && threadIdx.x == 0) out[row].logprob = lp(x[out[row].token]);
   const int n = min(sp.num_top, kMaxTopLogprobs);
   if (n > 0) {  // uniform over the cluster
-    const ChunkValues cv(x, i0, i1);
+    const ChunkValues cv(x, vocab, rank);
     float prev_v = 0.0f;
     int prev_i = -1;
     for (int r = 0; r < n; ++r) {
