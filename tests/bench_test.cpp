@@ -385,6 +385,36 @@ TEST(BenchFailures, RefusedRequestsAreCountedAndTheRunGoesOn) {
   EXPECT_TRUE(last_cell["8"].ends_with(" " + std::to_string(refused) + " of 16")) << r.out;
 }
 
+// With --vs the comparison table gets the failed column too, for both servers: B (our server with a
+// queue bound) refuses part of an 8-user run, A (a test server without a bound) refuses nothing.
+TEST(BenchFailures, VsTableCountsEachServersFailures) {
+  std::string dir = temp_dir("bench-vs-refused");
+  NoisyServer a({.token_delay_ms = 1});
+  ServeProcess b(fixture("qwen3-tiny-tied"), {"--device", "cpu", "--max-num-seqs", "1", "--max-queue-len", "1"}, dir);
+  ASSERT_TRUE(b.ready()) << b.log();
+  auto r = run_verbatim({"bench", "--url", a.url(), "--vs", b.url(), "--input-len", "24", "--users", "8",
+                         "--num-prompts", "16", "--max-tokens", "8", "--seeds", "1", "--json", dir + "/b.json"},
+                        300, dir);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.code, 0) << r.out << r.err << b.log();
+  json j = json::parse(read_file(dir + "/b.json"));
+  ASSERT_EQ(j["runs"].size(), 3u);
+  const json& bs = j["runs"][1];
+  ASSERT_EQ(bs["server"], "B");
+  ASSERT_TRUE(bs["failed"].contains("503")) << bs["failed"] << r.out;
+  const int refused = bs["failed"]["503"].get<int>();
+  EXPECT_GT(refused, 0);
+  std::string head, eight;  // the comparison table's header and its 8-user row: the first of each
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (head.empty() && line.starts_with("users")) head = line;
+    if (eight.empty() && line.starts_with("8 ")) eight = line;
+  }
+  EXPECT_TRUE(head.ends_with("failed A / B")) << r.out;
+  // A's two rounds pooled (32 requests), B's one run (16).
+  EXPECT_TRUE(eight.ends_with(" 0 of 32 / " + std::to_string(refused) + " of 16")) << r.out;
+}
+
 TEST(BenchFailures, ErrorsUnreachableHangingAndKilled) {
   std::string dir = temp_dir("bench-fail");
   {

@@ -278,6 +278,16 @@ ops_attention() {
   say "attention op tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/ops_attn.log | tr '\n' ' ')"
   grep -E "FAILED|Failure|differs" $OUT/ops_attn.log | head -10 | tee -a $LOG
 }
+# sampler_recheck_06: session 46's re-check of the landed sampler form (ChunkValues) on $W/m06: the
+# attention and sampler op tests, the 0.6B digests of record, engine-bench with --logprobs 20 at 1
+# and 8 sequences.
+sampler_recheck_06() {
+  ops_attention
+  timeout 60 "$VB_BIN/cuda_ops_test" --gtest_filter='CudaSampler*' > $OUT/ops_sampler.log 2>&1
+  say "sampler op tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/ops_sampler.log | tr '\n' ' ')"
+  inv_of_record $W/m06
+  EB_PREFILL=0 EB_MIN_LEFT=30 EB_BATCHES=1,8 EB_ARGS="--logprobs 20" eb lp20_06 $W/m06 contract
+}
 # inv TAG DIR DTYPE [VAR=value...]: the invariance matrix on DIR in one dtype, log $OUT/inv_TAG.log.
 inv() {
   local tag=$1 dir=$2 dt=$3

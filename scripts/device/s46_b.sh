@@ -6,9 +6,5 @@
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
 call_start_06 s46_b 200
-ops_attention
-timeout 60 "$VB_BIN/cuda_ops_test" --gtest_filter='CudaSampler*' > $OUT/ops_sampler.log 2>&1
-say "sampler op tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/ops_sampler.log | tr '\n' ' ')"
-inv_of_record $W/m06
-EB_PREFILL=0 EB_MIN_LEFT=30 EB_BATCHES=1,8 EB_ARGS="--logprobs 20" eb lp20_06 $W/m06 contract
+sampler_recheck_06
 call_finish

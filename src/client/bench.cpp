@@ -1,6 +1,7 @@
 #include "client/bench.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -356,16 +357,29 @@ std::string BenchReport::header(const BenchOptions& o) const {
 std::string BenchReport::table() const {
   std::string out;
   if (servers.size() > 1) {
-    TextTable t({"users", "median TPOT A / B", "output tok/s A / B", "median TTFT A / B", "A again (tok/s)"});
-    for (int u : users) {
-      BenchFigures a = pooled(0, u), b = pooled(1, u);
+    std::vector<std::array<BenchFigures, 2>> ab;
+    for (int u : users) ab.push_back({pooled(0, u), pooled(1, u)});
+    // As in the per-server tables: a failed column only where either server failed a request.
+    const bool any_failed =
+        std::any_of(ab.begin(), ab.end(), [](const auto& p) { return p[0].failed > 0 || p[1].failed > 0; });
+    std::vector<std::string> head = {"users", "median TPOT A / B", "output tok/s A / B", "median TTFT A / B",
+                                     "A again (tok/s)"};
+    if (any_failed) head.push_back("failed A / B");
+    TextTable t(head);
+    for (size_t k = 0; k < users.size(); ++k) {
+      const int u = users[k];
+      const BenchFigures &a = ab[k][0], &b = ab[k][1];
       BenchFigures a1 = pooled(0, u, 1), a2 = pooled(0, u, 2);
-      t.add({std::to_string(u),
-             fmt_ms(a.median_tpot_ms) + " / " + fmt_ms(b.median_tpot_ms) + " ms (" +
-                 fmt_ratio(b.median_tpot_ms / a.median_tpot_ms) + ")",
-             fmt_count(a.output_tok_s) + " / " + fmt_count(b.output_tok_s) + " (" + change_pct(a.output_tok_s, b.output_tok_s) + ")",
-             fmt_ms(a.median_ttft_ms) + " / " + fmt_ms(b.median_ttft_ms) + " ms",
-             change_pct(a1.output_tok_s, a2.output_tok_s)});
+      std::vector<std::string> row = {
+          std::to_string(u),
+          fmt_ms(a.median_tpot_ms) + " / " + fmt_ms(b.median_tpot_ms) + " ms (" +
+              fmt_ratio(b.median_tpot_ms / a.median_tpot_ms) + ")",
+          fmt_count(a.output_tok_s) + " / " + fmt_count(b.output_tok_s) + " (" + change_pct(a.output_tok_s, b.output_tok_s) + ")",
+          fmt_ms(a.median_ttft_ms) + " / " + fmt_ms(b.median_ttft_ms) + " ms", change_pct(a1.output_tok_s, a2.output_tok_s)};
+      if (any_failed)
+        row.push_back(std::to_string(a.failed) + " of " + std::to_string(a.failed + a.requests) + " / " +
+                      std::to_string(b.failed) + " of " + std::to_string(b.failed + b.requests));
+      t.add(row);
     }
     out += t.str() + "\n";
   }
