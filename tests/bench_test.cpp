@@ -169,7 +169,7 @@ TEST(BenchTiming, EveryChoiceEventIsTimedAndChunkCountsAreFlagged) {
   EXPECT_EQ(v.completion_tokens, 2);
 }
 
-// What a stream says is held to what it shows: an aborted request is a failure, not an answer;
+// What a stream says is held to what it shows: an aborted request is a failed request, not an answer;
 // token ids streamed outrank a usage that disagrees; keep-alive comments are not events, so they
 // do not hold off --timeout; vLLM's older error event is a failure with its message.
 TEST(BenchTiming, AbortsLyingUsageKeepAlivesAndOldErrorEvents) {
@@ -188,12 +188,15 @@ TEST(BenchTiming, AbortsLyingUsageKeepAlivesAndOldErrorEvents) {
     return client::generate_streaming(c, p, s, f);
   };
   const json usage30 = {{"choices", json::array()}, {"usage", {{"prompt_tokens", 3}, {"completion_tokens", 30}}}};
-  // Aborted after 2 tokens: exit-2 material, named.
-  try {
-    run({{10, ids_chunk(1)}, {10, ids_chunk(2)}, {10, ids_chunk(3, "abort")}}, 10);
-    ADD_FAILURE() << "an aborted stream was taken as an answer";
-  } catch (const client::ClientError& e) {
-    EXPECT_NE(std::string(e.what()).find("finish_reason 'abort'"), std::string::npos) << e.what();
+  // Aborted after 2 tokens (vLLM's `abort`, and its `error`): a failed request, named.
+  for (const char* why : {"abort", "error"}) {
+    try {
+      run({{10, ids_chunk(1)}, {10, ids_chunk(2)}, {10, ids_chunk(3, why)}}, 10);
+      ADD_FAILURE() << "an aborted stream was taken as an answer";
+    } catch (const client::ClientError& e) {
+      EXPECT_NE(std::string(e.what()).find("finish_reason '" + std::string(why) + "'"), std::string::npos) << e.what();
+      EXPECT_EQ(e.kind(), client::FailureKind::ErrorEvent) << "bench counts these as failed requests";
+    }
   }
   // Usage says 30, the stream carried 3 token ids: 3 are counted, and the disagreement flagged.
   client::StreamTiming t = run({{10, ids_chunk(1)}, {10, ids_chunk(2)}, {10, ids_chunk(3, "length")}, {0, usage30}}, 10);

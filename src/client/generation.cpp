@@ -221,8 +221,10 @@ StreamTiming generate_streaming(HttpClient& c, const Prompt& p, const SamplingOp
   t.end_s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (t.finish_reason.empty())
     throw ClientError(FailureKind::Disconnected, 0, "the stream of " + where + " ended without a finish_reason");
-  if (!completed_finish_reason(t.finish_reason))  // an aborted request's tokens are not a finished answer's
-    throw ClientError(FailureKind::BadAnswer, 0,
+  // An aborted request's tokens are not a finished answer's. vLLM's `abort` / `error` finish is the
+  // server failing the request it answered, as an error event is: bench counts both as failed.
+  if (!completed_finish_reason(t.finish_reason))
+    throw ClientError(FailureKind::ErrorEvent, 0,
                       "the stream of " + where + " ended with finish_reason '" + t.finish_reason +
                           "': the server did not complete the request");
   // The token ids streamed are what was seen; a usage that disagrees with them is not trusted.
