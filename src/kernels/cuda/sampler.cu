@@ -180,25 +180,44 @@ __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
   float mx = kNegInf;
   cv.each([&](int, float v) { mx = fmaxf(mx, v); });
   mx = block_max(mx, shv);
-  // Greedy over allowed ids (ties to the lowest id); and without the ban.
+  // Greedy over allowed ids (ties to the lowest id); and without the ban. A row with no banned ids
+  // (uniform over the cluster) has one argmax for both: the same set, the same total order.
+  const bool any_banned = sp.banned_end > sp.banned_begin;
   float bv = 0.0f, bv_any = 0.0f;
   int bi = -1, bi_any = -1;
   cv.each([&](int i, float v) {
     if (v != v) return;
     if (better(v, i, bv_any, bi_any)) { bv_any = v; bi_any = i; }
-    if (!is_banned(i, banned, sp.banned_begin, sp.banned_end) && better(v, i, bv, bi)) { bv = v; bi = i; }
+    if (any_banned && !is_banned(i, banned, sp.banned_begin, sp.banned_end) && better(v, i, bv, bi)) { bv = v; bi = i; }
   });
-  block_argmax(bv, bi, shv, shi);
   block_argmax(bv_any, bi_any, shv, shi);
+  if (any_banned) {
+    block_argmax(bv, bi, shv, shi);
+  } else {
+    bv = bv_any;
+    bi = bi_any;
+  }
+  __shared__ float max_of_maxes;
   if (threadIdx.x == 0) mine = ChunkStat{mx, 0.0f, bv, bv_any, bi, bi_any};
   cluster.sync();  // every block's max is visible to the cluster
-  float M = kNegInf;
-  for (int r = 0; r < kStatBlocks; ++r) M = fmaxf(M, cluster.map_shared_rank(&mine, r)->mx);
+  // One thread reads the 8 maxes (in rank order, as before) and shares M: 8 remote loads a block
+  // instead of 8 per thread.
+  if (threadIdx.x == 0) {
+    float m = kNegInf;
+    for (int r = 0; r < kStatBlocks; ++r) m = fmaxf(m, cluster.map_shared_rank(&mine, r)->mx);
+    max_of_maxes = m;
+  }
+  __syncthreads();
+  const float M = max_of_maxes;
   float s = 0.0f;
   if (M != kNegInf) {  // M: the max
     if (cv.in_regs) {
+      // Registers past the chunk's last round (jn, uniform: a function of vocab) are skipped; below
+      // it every exp runs unguarded, so they overlap; the adds in order.
+      const int jn = (cv.i1 - cv.i0 + kThreads - 1) / kThreads;
 #pragma unroll
-      for (int j = 0; j < kStatRegs; ++j) {  // every exp unguarded, so they overlap; the adds in order
+      for (int j = 0; j < kStatRegs; ++j) {
+        if (j >= jn) break;
         const float e = exp_nonpos_f32(fsub(cv.v[j], M));
         if (cv.i0 + int(threadIdx.x) + j * kThreads < cv.i1) s = fadd(s, e);
       }
@@ -363,9 +382,9 @@ __global__ void __launch_bounds__(kThreads) draw_kernel(const float* __restrict_
 
 // Logprob of the chosen token and the top-n by (logprob desc, id asc): one cluster of kStatBlocks
 // blocks per row, block r on the r-th chunk (stats_kernel's). Each block finds its chunk's top n
-// in n rounds (every thread the best of its ids strictly after the block's last pick, from
-// registers where the chunk fits, then block_argmax); block 0 then merges the blocks' lists, n
-// rounds of the best head by the same order. The global r-th pick lies in its chunk's top n, so
+// in n rounds (block_argmax over every thread's best of its ids strictly after the block's last
+// pick, from registers where the chunk fits; only the pick's thread scans again); block 0 then
+// merges the blocks' lists, n rounds of the best head by the same order. The global r-th pick lies in its chunk's top n, so
 // the picks are the same ids and the same logprobs (each lp(x) of the same x) as n passes over
 // the whole row would give, with the row read once instead of n times by one block.
 __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
@@ -389,17 +408,23 @@ __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
     const ChunkValues cv(x, vocab, rank);
     float prev_v = 0.0f;
     int prev_i = -1;
-    for (int r = 0; r < n; ++r) {
-      float bv = 0.0f;
-      int bi = -1;
-      auto offer = [&](int i, float xi) {
+    float tv = 0.0f;  // the thread's best id strictly after the block's previous pick, and its logprob
+    int ti = -1;
+    auto rescan = [&] {
+      tv = 0.0f;
+      ti = -1;
+      cv.each([&](int i, float xi) {
         const float v = lp(xi);
         if (v != v) return;
         // Strictly after the block's previous pick in (logprob desc, id asc) order.
         if (prev_i >= 0 && !(v < prev_v || (v == prev_v && i > prev_i))) return;
-        if (better(v, i, bv, bi)) { bv = v; bi = i; }
-      };
-      cv.each(offer);
+        if (better(v, i, tv, ti)) { tv = v; ti = i; }
+      });
+    };
+    rescan();
+    for (int r = 0; r < n; ++r) {
+      float bv = tv;
+      int bi = ti;
       block_argmax(bv, bi, shv, shi);
       if (threadIdx.x == 0) {
         list_v[r] = bv;
@@ -408,6 +433,9 @@ __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
       prev_v = bv;
       prev_i = bi;
       if (bi < 0) break;  // the chunk has no more (its list ends with the -1)
+      // Only the thread that held the pick looks again: ids are unique and the pick was the block's
+      // best, so every other thread's best already lies strictly after it.
+      if (ti == bi) rescan();
     }
   }
   cluster.sync();  // every block's list is written
