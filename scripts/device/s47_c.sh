@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Session 47, call c (one GPU): the owed H200 record of main's kernels (session 47's sampler
+# included): short_record (0.6B digests, 0.6B and 8B speed rows contract and fast with the 8B
+# prefill, the 8B bf16 digest). On any other card it prints the GPU and stops at once.
+# Pack: verbatim + cuda_invariance_test.
+cd "$(dirname "$0")/../.."
+source scripts/device/common.sh
+is_h200 || { echo "not an H200: $(gpu_facts)"; exit 0; }
+call_start s47_c 420
+short_record
+call_finish
