@@ -1,7 +1,6 @@
 #include "client/bench.h"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -354,21 +353,34 @@ std::string BenchReport::header(const BenchOptions& o) const {
   return h;
 }
 
+namespace {
+// "3 of 16": a row's failed requests of all it sent.
+std::string failed_of(const BenchFigures& f) {
+  return std::to_string(f.failed) + " of " + std::to_string(f.failed + f.requests);
+}
+}  // namespace
+
 std::string BenchReport::table() const {
   std::string out;
+  // Each server's figures per users row, pooled over its rounds once for both tables. The figures
+  // are over the answered requests; where a server failed some, a column says how many of each
+  // row's were failed, so a fast row that was mostly refusals does not read as fast.
+  std::vector<std::vector<BenchFigures>> rows(servers.size());
+  std::vector<bool> any_failed(servers.size(), false);
+  for (size_t s = 0; s < servers.size(); ++s)
+    for (int u : users) {
+      rows[s].push_back(pooled(int(s), u));
+      any_failed[s] = any_failed[s] || rows[s].back().failed > 0;
+    }
   if (servers.size() > 1) {
-    std::vector<std::array<BenchFigures, 2>> ab;
-    for (int u : users) ab.push_back({pooled(0, u), pooled(1, u)});
-    // As in the per-server tables: a failed column only where either server failed a request.
-    const bool any_failed =
-        std::any_of(ab.begin(), ab.end(), [](const auto& p) { return p[0].failed > 0 || p[1].failed > 0; });
+    const bool ab_failed = any_failed[0] || any_failed[1];
     std::vector<std::string> head = {"users", "median TPOT A / B", "output tok/s A / B", "median TTFT A / B",
                                      "A again (tok/s)"};
-    if (any_failed) head.push_back("failed A / B");
+    if (ab_failed) head.push_back("failed A / B");
     TextTable t(head);
     for (size_t k = 0; k < users.size(); ++k) {
       const int u = users[k];
-      const BenchFigures &a = ab[k][0], &b = ab[k][1];
+      const BenchFigures &a = rows[0][k], &b = rows[1][k];
       BenchFigures a1 = pooled(0, u, 1), a2 = pooled(0, u, 2);
       std::vector<std::string> row = {
           std::to_string(u),
@@ -376,32 +388,25 @@ std::string BenchReport::table() const {
               fmt_ratio(b.median_tpot_ms / a.median_tpot_ms) + ")",
           fmt_count(a.output_tok_s) + " / " + fmt_count(b.output_tok_s) + " (" + change_pct(a.output_tok_s, b.output_tok_s) + ")",
           fmt_ms(a.median_ttft_ms) + " / " + fmt_ms(b.median_ttft_ms) + " ms", change_pct(a1.output_tok_s, a2.output_tok_s)};
-      if (any_failed)
-        row.push_back(std::to_string(a.failed) + " of " + std::to_string(a.failed + a.requests) + " / " +
-                      std::to_string(b.failed) + " of " + std::to_string(b.failed + b.requests));
+      if (ab_failed) row.push_back(failed_of(a) + " / " + failed_of(b));
       t.add(row);
     }
     out += t.str() + "\n";
   }
   for (size_t s = 0; s < servers.size(); ++s) {
     if (servers.size() > 1) out += std::string(server_letter(int(s))) + ": " + servers[s].url.label() + "\n";
-    // The figures are over the answered requests; where a server failed some, a column says how
-    // many of each row's were failed, so a fast row that was mostly refusals does not read as fast.
-    std::vector<BenchFigures> rows;
-    for (int u : users) rows.push_back(pooled(int(s), u));
-    const bool any_failed = std::any_of(rows.begin(), rows.end(), [](const BenchFigures& f) { return f.failed > 0; });
     std::vector<std::string> head = {"users",       "median TPOT", "p99 TPOT", "median ITL", "p99 ITL", "median TTFT",
                                      "p99 TTFT",    "output tok/s", "req/s"};
-    if (any_failed) head.push_back("failed");
+    if (any_failed[s]) head.push_back("failed");
     TextTable t(head);
     for (size_t k = 0; k < users.size(); ++k) {
-      const BenchFigures& f = rows[k];
-      std::vector<std::string> row = {std::to_string(users[k]),           fmt_ms(f.median_tpot_ms) + " ms",
+      const BenchFigures& f = rows[s][k];
+      std::vector<std::string> row = {std::to_string(users[k]),      fmt_ms(f.median_tpot_ms) + " ms",
                                       fmt_ms(f.p99_tpot_ms) + " ms", fmt_ms(f.median_itl_ms) + " ms",
                                       fmt_ms(f.p99_itl_ms) + " ms",  fmt_ms(f.median_ttft_ms) + " ms",
                                       fmt_ms(f.p99_ttft_ms) + " ms", fmt_count(f.output_tok_s),
                                       fmt_fixed(f.req_s, 2)};
-      if (any_failed) row.push_back(std::to_string(f.failed) + " of " + std::to_string(f.failed + f.requests));
+      if (any_failed[s]) row.push_back(failed_of(f));
       t.add(row);
     }
     out += t.str();

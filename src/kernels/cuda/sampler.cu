@@ -384,9 +384,10 @@ __global__ void __launch_bounds__(kThreads) draw_kernel(const float* __restrict_
 // blocks per row, block r on the r-th chunk (stats_kernel's). Each block finds its chunk's top n
 // in n rounds (block_argmax over every thread's best of its ids strictly after the block's last
 // pick, from registers where the chunk fits; only the pick's thread scans again); block 0 then
-// merges the blocks' lists, n rounds of the best head by the same order. The global r-th pick lies in its chunk's top n, so
-// the picks are the same ids and the same logprobs (each lp(x) of the same x) as n passes over
-// the whole row would give, with the row read once instead of n times by one block.
+// merges the blocks' lists, n rounds of the best head by the same order. The global r-th pick lies
+// in its chunk's top n, so the picks are the same ids and the same logprobs (each lp(x) of the same
+// x) as n passes over the whole row would give, with the row read once instead of n times by one
+// block.
 __global__ void __cluster_dims__(kStatBlocks, 1, 1) __launch_bounds__(kThreads)
     logprob_kernel(const float* __restrict__ logits, int vocab, const SampleRowSpec* __restrict__ specs,
                    const float* __restrict__ stats, SampleRowOut* out, int32_t* top_ids, float* top_lps) {
