@@ -399,6 +399,14 @@ attention_regs() {
     grep -oE "Function [^:]*|REG:[0-9]+|STACK:[0-9]+|LOCAL:[0-9]+" | paste -sd' ' | sed 's/Function /\n/g' > $OUT/regs.txt
   say "registers: $(c++filt < $OUT/regs.txt 2> /dev/null | grep -E 'bf16, 128|__nv_bfloat16, 128' | cut -c1-160 | tr '\n' ';')"
 }
+# h200_short_record_call NAME: a whole call taking the owed H200 record (call_start NAME 420, then
+# short_record); on any other card it prints the GPU and exits at once, before any work.
+h200_short_record_call() {
+  is_h200 || { echo "not an H200: $(gpu_facts)"; exit 0; }
+  call_start "$1" 420
+  short_record
+  call_finish
+}
 # short_record: after call_start, the short record for a session's last device time (s36_g): the
 # 0.6B digests of record, the speed rows (0.6B and 8B, contract and fast, the 8B prefill) and the
 # 8B bf16 digest (its init-std-0.005 folder made in the background).

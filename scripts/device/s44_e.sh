@@ -4,7 +4,4 @@
 # prefill, the 8B bf16 digest). On any other card it prints the GPU and stops at once.
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
-is_h200 || { echo "not an H200: $(gpu_facts)"; exit 0; }
-call_start s44_e 420
-short_record
-call_finish
+h200_short_record_call s44_e

@@ -5,7 +5,4 @@
 # Pack: verbatim + cuda_invariance_test.
 cd "$(dirname "$0")/../.."
 source scripts/device/common.sh
-is_h200 || { echo "not an H200: $(gpu_facts)"; exit 0; }
-call_start s47_c 420
-short_record
-call_finish
+h200_short_record_call s47_c
